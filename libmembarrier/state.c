@@ -1,0 +1,263 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Detection: ask the kernel once (MEMBARRIER_CMD_QUERY), choose the heavy
+ * mechanism, register for it, and publish the result.  The kernel promises
+ * that QUERY's answer, and the ENOSYS or EINVAL of any command with flags 0,
+ * stay the same until reboot, which is what makes the cache valid for the
+ * life of the process (and of its forked children: registrations follow
+ * the mm, which fork copies).  exec clears the registrations, but exec also
+ * reloads the library.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Starts at 1: until a real heavy mechanism is known, light is a fence. */
+LMB_EXPORT int libmembarrier_light_fence = 1;
+
+static lmb_state_t lmb_cached;
+
+static const struct {
+	const char *name;
+	int mechanism;
+} lmb_names[] = {
+	{ "private-expedited", MEMBARRIER_MECHANISM_PRIVATE_EXPEDITED },
+	{ "shared-expedited", MEMBARRIER_MECHANISM_SHARED_EXPEDITED },
+	{ "global", MEMBARRIER_MECHANISM_GLOBAL },
+	{ "signal", MEMBARRIER_MECHANISM_SIGNAL },
+	{ "fence", MEMBARRIER_MECHANISM_FENCE },
+};
+
+LMB_EXPORT const char *membarrier_mechanism_name(int mechanism)
+{
+	for (size_t i = 0; i < sizeof(lmb_names) / sizeof(lmb_names[0]); i++)
+		if (lmb_names[i].mechanism == mechanism)
+			return lmb_names[i].name;
+	return NULL;
+}
+
+int lmb_registration(int mechanism)
+{
+	return mechanism == MEMBARRIER_MECHANISM_PRIVATE_EXPEDITED ?
+	       MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED : 0;
+}
+
+/*
+ * Can the kernel give us this mechanism?  Registration happens here, in the
+ * constructor, while the process is normally still single-threaded: the
+ * kernel then registers with a plain barrier, whereas registering a
+ * multi-threaded process waits for an RCU grace period.
+ */
+static int lmb_try_kernel(int mechanism, int kmask)
+{
+	switch (mechanism) {
+	case MEMBARRIER_MECHANISM_PRIVATE_EXPEDITED:
+		return (kmask & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
+		       (kmask & MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) &&
+		       lmb_sys_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
+					  0, 0) == 0;
+	case MEMBARRIER_MECHANISM_SHARED_EXPEDITED:
+		return (kmask & MEMBARRIER_CMD_SHARED_EXPEDITED) != 0;
+	case MEMBARRIER_MECHANISM_GLOBAL:
+		return (kmask & MEMBARRIER_CMD_GLOBAL) != 0;
+	}
+	return 0;
+}
+
+/*
+ * The order of preference, best first:
+ *
+ * PRIVATE_EXPEDITED interrupts only the CPUs that run a thread of this
+ *   process, never blocks, and needs one registration: the cheapest correct
+ *   barrier, for us and for everyone else on the machine.
+ * SHARED_EXPEDITED (patched kernels) interrupts every CPU running a user
+ *   thread: still fast, but other processes pay for it and the kernel may
+ *   rate-limit it.  It needs no registration, so it serves where the
+ *   registration for PRIVATE_EXPEDITED was refused.
+ * GLOBAL waits for an RCU grace period: milliseconds, but correct and free
+ *   of side effects (absent under nohz_full, where QUERY hides it).
+ * SIGNAL needs no kernel support (see signal.c) but interrupts every thread
+ *   with a signal, which can make some system calls fail with EINTR.
+ * FENCE is no process-wide barrier at all: heavy and light both become
+ *   sequentially consistent fences, which pair correctly but give the light
+ *   side no advantage.
+ *
+ * GLOBAL_EXPEDITED is not used: it reaches only processes registered for
+ * it, and a registration lost across a checkpoint/restore would make it
+ * return 0 without reaching our threads; PRIVATE_EXPEDITED answers EPERM
+ * in that case, which we can repair.
+ */
+static const int lmb_order[] = {
+	MEMBARRIER_MECHANISM_PRIVATE_EXPEDITED,
+	MEMBARRIER_MECHANISM_SHARED_EXPEDITED,
+	MEMBARRIER_MECHANISM_GLOBAL,
+	MEMBARRIER_MECHANISM_SIGNAL,
+	MEMBARRIER_MECHANISM_FENCE,
+};
+
+static int lmb_env_mechanism(int *invalid)
+{
+	const char *env = secure_getenv("LIBMEMBARRIER_HEAVY");
+
+	*invalid = 0;
+	if (env == NULL || env[0] == '\0' || strcmp(env, "auto") == 0)
+		return 0;
+	for (size_t i = 0; i < sizeof(lmb_names) / sizeof(lmb_names[0]); i++)
+		if (strcmp(env, lmb_names[i].name) == 0)
+			return lmb_names[i].mechanism;
+	*invalid = 1;
+	return 0;
+}
+
+static int lmb_env_signal(void)
+{
+	const char *env = secure_getenv("LIBMEMBARRIER_SIGNAL");
+	char *end;
+	long sig;
+
+	if (env == NULL || env[0] == '\0')
+		return 0;
+	sig = strtol(env, &end, 10);
+	if (*end != '\0' || sig < SIGRTMIN || sig > SIGRTMAX)
+		return 0;
+	return (int)sig;
+}
+
+static int lmb_try(int mechanism, int kmask, int skipped, int *sig)
+{
+	switch (mechanism) {
+	case MEMBARRIER_MECHANISM_SIGNAL:
+		*sig = lmb_signal_setup(lmb_env_signal());
+		return *sig > 0;
+	case MEMBARRIER_MECHANISM_FENCE:
+		return 1;
+	default:
+		return !skipped && lmb_try_kernel(mechanism, kmask);
+	}
+}
+
+static lmb_state_t lmb_probe(void)
+{
+	int invalid, forced = lmb_env_mechanism(&invalid);
+	int skipped = forced == MEMBARRIER_MECHANISM_SIGNAL ||
+		      forced == MEMBARRIER_MECHANISM_FENCE;
+	int kmask = 0, kerrno = 0, sig = 0, heavy = 0;
+	lmb_state_t st;
+
+	if (!skipped) {
+		int ret = lmb_sys_membarrier(MEMBARRIER_CMD_QUERY, 0, 0);
+
+		/*
+		 * The kernel answers QUERY with a mask, never with an error
+		 * (flags is 0); ENOSYS means no membarrier (before 4.3, or
+		 * CONFIG_MEMBARRIER=n), and ENOSYS or EPERM a seccomp filter or
+		 * an emulator.  Any failure means the kernel offers nothing.
+		 */
+		if (ret >= 0)
+			kmask = ret;
+		else
+			kerrno = -ret > 0xff ? 0xff : -ret;
+	}
+
+	if (forced && lmb_try(forced, kmask, skipped, &sig))
+		heavy = forced;
+	for (size_t i = 0; !heavy; i++)
+		if (lmb_try(lmb_order[i], kmask, skipped, &sig))
+			heavy = lmb_order[i];
+
+	st = LMB_ST_VALID | (uint32_t)kmask | ((uint64_t)kerrno << 32) |
+	     ((uint64_t)heavy << 40) | ((uint64_t)(sig & 0xff) << 48);
+	if (skipped)
+		st |= LMB_ST_SKIPPED;
+	if (invalid)
+		st |= LMB_ST_ENV_INVALID;
+	return st;
+}
+
+lmb_state_t lmb_state(void)
+{
+	lmb_state_t st = __atomic_load_n(&lmb_cached, __ATOMIC_ACQUIRE);
+	lmb_state_t expected = 0;
+
+	if (__builtin_expect(st != 0, 1))
+		return st;
+
+	/*
+	 * First use, or a race between first users: each computes the same
+	 * answer (QUERY is pure, registration idempotent) and the first
+	 * compare-and-swap publishes it.  No lock, so this is safe from a
+	 * signal handler and after fork.
+	 */
+	st = lmb_probe();
+	if (!__atomic_compare_exchange_n(&lmb_cached, &expected, st, 0,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		st = expected;
+
+	/*
+	 * The light side drops its fence only now that heavy has a real
+	 * process-wide barrier, and never takes it back: a light barrier
+	 * that is a fence pairs correctly with any heavy barrier.
+	 */
+	if (lmb_st_heavy(st) != MEMBARRIER_MECHANISM_FENCE)
+		__atomic_store_n(&libmembarrier_light_fence, 0, __ATOMIC_RELEASE);
+	return st;
+}
+
+#ifdef LMB_TESTING
+void lmb_test_reset(void)
+{
+	__atomic_store_n(&lmb_cached, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&libmembarrier_light_fence, 1, __ATOMIC_RELEASE);
+}
+#else
+__attribute__((constructor)) static void lmb_init(void)
+{
+	(void)lmb_state();
+}
+#endif
+
+int lmb_emulated_commands(lmb_state_t st)
+{
+	int kmask = lmb_st_kmask(st);
+
+	/*
+	 * Where the kernel lacks PRIVATE_EXPEDITED, the library provides it
+	 * with whatever heavy mechanism it found (each of them orders at
+	 * least every thread of the process), and makes its registration a
+	 * no-op.  With no process-wide barrier at all it cannot: a caller of
+	 * membarrier() pairs it with a compiler barrier, not a fence.
+	 */
+	if ((kmask & MEMBARRIER_CMD_PRIVATE_EXPEDITED) ||
+	    lmb_st_heavy(st) == MEMBARRIER_MECHANISM_FENCE)
+		return 0;
+	return MEMBARRIER_CMD_PRIVATE_EXPEDITED |
+	       MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED;
+}
+
+LMB_EXPORT int membarrier_get_strategy(struct membarrier_strategy *strategy,
+				       size_t size)
+{
+	struct membarrier_strategy s;
+	lmb_state_t st;
+
+	if (strategy == NULL) {
+		errno = EINVAL;
+		return -1;
+	}
+	st = lmb_state();
+	memset(&s, 0, sizeof(s));
+	s.heavy = lmb_st_heavy(st);
+	s.light_is_fence = s.heavy == MEMBARRIER_MECHANISM_FENCE;
+	s.kernel_commands = lmb_st_kmask(st);
+	s.kernel_errno = lmb_st_kerrno(st);
+	s.emulated_commands = lmb_emulated_commands(st);
+	s.library_registrations = lmb_registration(s.heavy);
+	s.probe_skipped = (st & LMB_ST_SKIPPED) != 0;
+	s.environment_invalid = (st & LMB_ST_ENV_INVALID) != 0;
+	s.signal = lmb_st_signal(st);
+	memcpy(strategy, &s, size < sizeof(s) ? size : sizeof(s));
+	return 0;
+}

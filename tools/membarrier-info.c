@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * membarrier-info: what membarrier(2) offers on this machine, and what
+ * libmembarrier makes of it.  See membarrier-info(1).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+
+#include "membarrier.h"
+
+static const struct {
+	int cmd;
+	const char *name;
+} commands[] = {
+	{ MEMBARRIER_CMD_GLOBAL, "MEMBARRIER_CMD_GLOBAL" },
+	{ MEMBARRIER_CMD_GLOBAL_EXPEDITED, "MEMBARRIER_CMD_GLOBAL_EXPEDITED" },
+	{ MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, "MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED" },
+	{ MEMBARRIER_CMD_PRIVATE_EXPEDITED, "MEMBARRIER_CMD_PRIVATE_EXPEDITED" },
+	{ MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, "MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED" },
+	{ MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, "MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE" },
+	{ MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE,
+	  "MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE" },
+	{ MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ, "MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ" },
+	{ MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ,
+	  "MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ" },
+	{ MEMBARRIER_CMD_GET_REGISTRATIONS, "MEMBARRIER_CMD_GET_REGISTRATIONS" },
+	{ MEMBARRIER_CMD_SHARED_EXPEDITED, "MEMBARRIER_CMD_SHARED_EXPEDITED" },
+};
+
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static void print_mask(const char *title, int mask)
+{
+	int known = 0;
+
+	printf("%s (0x%x):\n", title, (unsigned int)mask);
+	if (mask == 0)
+		printf("  (none)\n");
+	for (size_t i = 0; i < NCOMMANDS; i++) {
+		if (mask & commands[i].cmd) {
+			printf("  %s\n", commands[i].name);
+			known |= commands[i].cmd;
+		}
+	}
+	if (mask & ~known)
+		printf("  unknown bits 0x%x\n", (unsigned int)(mask & ~known));
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: membarrier-info [--help] [--version]\n"
+		"Print the membarrier(2) commands the kernel offers, those libmembarrier\n"
+		"emulates, this process's registrations and the heavy/light strategy.\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option options[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct membarrier_strategy st;
+	const char *name;
+	int opt, regs;
+
+	while ((opt = getopt_long(argc, argv, "hV", options, NULL)) != -1) {
+		switch (opt) {
+		case 'h':
+			usage(stdout);
+			return EXIT_SUCCESS;
+		case 'V':
+			printf("membarrier-info (%s) %s\n", PACKAGE_NAME, PACKAGE_VERSION);
+			return EXIT_SUCCESS;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "membarrier-info: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+
+	if (membarrier_get_strategy(&st, sizeof(st)) != 0) {
+		fprintf(stderr, "membarrier-info: membarrier_get_strategy: %s\n", strerror(errno));
+		return EXIT_FAILURE;
+	}
+
+	if (st.probe_skipped)
+		printf("Kernel: not asked (LIBMEMBARRIER_HEAVY=%s)\n",
+		       membarrier_mechanism_name(st.heavy));
+	else if (st.kernel_errno)
+		printf("Kernel: membarrier(MEMBARRIER_CMD_QUERY) failed: %s (%s)\n",
+		       strerror(st.kernel_errno),
+		       st.kernel_errno == ENOSYS ? "no membarrier, or a sandbox refuses it" :
+		       st.kernel_errno == EPERM ? "a sandbox refuses membarrier" : "unexpected");
+	print_mask("Kernel commands (MEMBARRIER_CMD_QUERY)", st.kernel_commands);
+	print_mask("Emulated by libmembarrier", st.emulated_commands);
+
+	if (st.kernel_commands & MEMBARRIER_CMD_GET_REGISTRATIONS) {
+		regs = membarrier(MEMBARRIER_CMD_GET_REGISTRATIONS, 0, 0);
+		if (regs < 0)
+			printf("Registrations: MEMBARRIER_CMD_GET_REGISTRATIONS failed: %s\n",
+			       strerror(errno));
+		else
+			print_mask("Registrations of this process (MEMBARRIER_CMD_GET_REGISTRATIONS)",
+				   regs);
+	} else {
+		print_mask("Registrations made by libmembarrier (the kernel cannot list them)",
+			   st.library_registrations);
+	}
+
+	name = membarrier_mechanism_name(st.heavy);
+	printf("Heavy barrier: %s", name ? name : "unknown");
+	if (st.heavy == MEMBARRIER_MECHANISM_SIGNAL)
+		printf(" (signal %d)", st.signal);
+	printf("\nLight barrier: %s\n",
+	       st.light_is_fence ? "full fence (no process-wide barrier available)"
+				 : "compiler barrier");
+	if (st.environment_invalid)
+		printf("Warning: LIBMEMBARRIER_HEAVY='%s' is not a known mechanism; ignored\n",
+		       getenv("LIBMEMBARRIER_HEAVY"));
+	return EXIT_SUCCESS;
+}
