@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * QUERY is served from the cache: after the library has probed, a seccomp
+ * filter traps every membarrier(2) system call into a SIGSYS handler that
+ * counts it and answers for the kernel.  Also checks the registration
+ * retry: the "kernel" answers EPERM once, as after a lost registration.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <ucontext.h>
+
+#include "tap.h"
+#include "testlib.h"
+
+static volatile sig_atomic_t ntrapped, eperm_once;
+static volatile int trapped_cmd[16];
+
+static void on_sigsys(int sig, siginfo_t *si, void *ctx)
+{
+	ucontext_t *uc = ctx;
+	long ret = 0;
+	int cmd;
+
+	(void)sig;
+	(void)si;
+#if defined(__x86_64__)
+	cmd = (int)uc->uc_mcontext.gregs[REG_RDI];
+#elif defined(__aarch64__)
+	cmd = (int)uc->uc_mcontext.regs[0];
+#endif
+	if (ntrapped < 16)
+		trapped_cmd[ntrapped] = cmd;
+	ntrapped++;
+	if (cmd == MEMBARRIER_CMD_PRIVATE_EXPEDITED && eperm_once) {
+		eperm_once = 0;
+		ret = -EPERM;
+	}
+#if defined(__x86_64__)
+	uc->uc_mcontext.gregs[REG_RAX] = ret;
+#elif defined(__aarch64__)
+	uc->uc_mcontext.regs[0] = ret;
+#endif
+}
+
+int main(void)
+{
+	struct sigaction sa;
+	int mask, same = 1, before, calls, ret;
+
+	tap_plan(7);
+	/* Probe (the constructor did already) before the filter. */
+	mask = membarrier(MEMBARRIER_CMD_QUERY, 0, 0);
+	if (mask < 0)
+		tap_bail("QUERY failed: %s", strerror(errno));
+	if (!(mask & MEMBARRIER_CMD_PRIVATE_EXPEDITED))
+		tap_bail("the host tests need PRIVATE_EXPEDITED (mask 0x%x)", (unsigned int)mask);
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_sigsys;
+	sa.sa_flags = SA_SIGINFO;
+	if (sigaction(SIGSYS, &sa, NULL) != 0 || deny_membarrier(SECCOMP_RET_TRAP) != 0)
+		tap_bail("cannot install the seccomp filter: %s", strerror(errno));
+
+	for (int i = 0; i < 100000; i++)
+		if (membarrier(MEMBARRIER_CMD_QUERY, 0, 0) != mask)
+			same = 0;
+	tap_ok(same && ntrapped == 0,
+	       "100000 QUERYs answered 0x%x with %d system calls", (unsigned int)mask,
+	       (int)ntrapped);
+
+	before = ntrapped;
+	tap_ok(membarrier(1 << 20, 0, 0) == -1 && errno == EINVAL && ntrapped == before,
+	       "an unsupported command fails with EINVAL without a system call");
+	if (!(mask & MEMBARRIER_CMD_SHARED_EXPEDITED))
+		tap_ok(membarrier(MEMBARRIER_CMD_SHARED_EXPEDITED, 0, 0) == -1 &&
+		       errno == EINVAL && ntrapped == before,
+		       "SHARED_EXPEDITED, absent here, fails with EINVAL without a system call");
+	else
+		tap_ok(membarrier(MEMBARRIER_CMD_SHARED_EXPEDITED, 0, 0) == 0 &&
+		       ntrapped == before + 1,
+		       "SHARED_EXPEDITED, present here, is one system call");
+
+	/* The positive control: the filter does see the library's calls. */
+	before = ntrapped;
+	ret = membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+	calls = ntrapped - before;
+	tap_ok(ret == 0 && calls == 1, "PRIVATE_EXPEDITED is exactly one system call (%d)", calls);
+	before = ntrapped;
+	ret = membarrier_heavy();
+	calls = ntrapped - before;
+	tap_ok(ret == 0 && calls == 1, "membarrier_heavy() is exactly one system call (%d)", calls);
+
+	/* A lost registration: EPERM, then REGISTER, then the retry. */
+	before = ntrapped;
+	eperm_once = 1;
+	ret = membarrier_heavy();
+	calls = ntrapped - before;
+	tap_ok(ret == 0 && calls == 3 &&
+	       trapped_cmd[before] == MEMBARRIER_CMD_PRIVATE_EXPEDITED &&
+	       trapped_cmd[before + 1] == MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED &&
+	       trapped_cmd[before + 2] == MEMBARRIER_CMD_PRIVATE_EXPEDITED,
+	       "heavy after EPERM: PRIVATE_EXPEDITED, REGISTER, PRIVATE_EXPEDITED (%d calls)",
+	       calls);
+	before = ntrapped;
+	eperm_once = 1;
+	ret = membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+	calls = ntrapped - before;
+	tap_ok(ret == 0 && calls == 3,
+	       "membarrier(PRIVATE_EXPEDITED) after EPERM registers once and retries (%d calls)",
+	       calls);
+	return tap_exit();
+}

@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The fallback paths, on this kernel: each scenario re-executes this test
+ * under a seccomp filter that makes membarrier(2) fail (ENOSYS as without
+ * CONFIG_MEMBARRIER, EPERM as in a sandbox) or kill the process (where
+ * only LIBMEMBARRIER_HEAVY can save it), so the library probes afresh.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/wait.h>
+
+#include "tap.h"
+#include "testlib.h"
+
+static int failures;
+
+#define CHECK(cond, ...) do { \
+	if (!(cond)) { \
+		printf("# FAILED: " __VA_ARGS__); \
+		printf(" (%s:%d)\n", __FILE__, __LINE__); \
+		failures++; \
+	} \
+} while (0)
+
+static volatile int stop;
+
+static void *spinner(void *arg)
+{
+	(void)arg;
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED))
+		membarrier_light();
+	return NULL;
+}
+
+static void *sleeper(void *arg)
+{
+	(void)arg;
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
+		struct timespec ts = { 0, 1000000 };
+
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
+static void *short_lived(void *arg)
+{
+	return arg;
+}
+
+static void *churner(void *arg)
+{
+	(void)arg;
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
+		pthread_t t;
+
+		if (pthread_create(&t, NULL, short_lived, NULL) == 0)
+			pthread_join(t, NULL);
+	}
+	return NULL;
+}
+
+static void *heavy_caller(void *arg)
+{
+	for (int i = 0; i < 200; i++)
+		if (membarrier_heavy() != 0)
+			__atomic_fetch_add((int *)arg, 1, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+/* Heavy barriers with other threads running, sleeping, coming and going. */
+static void exercise_heavy(int emulated)
+{
+	pthread_t t[8];
+	int errors = 0, n = 0;
+
+	stop = 0;
+	pthread_create(&t[n++], NULL, spinner, NULL);
+	pthread_create(&t[n++], NULL, spinner, NULL);
+	pthread_create(&t[n++], NULL, sleeper, NULL);
+	pthread_create(&t[n++], NULL, churner, NULL);
+	for (int i = 0; i < 3; i++)
+		pthread_create(&t[n++], NULL, heavy_caller, &errors);
+	heavy_caller(&errors);
+	if (emulated)
+		CHECK(membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0,
+		      "emulated PRIVATE_EXPEDITED with threads: %s", strerror(errno));
+	for (int i = 4; i < n; i++)
+		pthread_join(t[i], NULL);
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	CHECK(errors == 0, "%d concurrent heavy barriers failed", errors);
+}
+
+static int child(const char *scenario)
+{
+	struct membarrier_strategy st;
+	int want_errno = strcmp(scenario, "enosys") == 0 ? ENOSYS :
+			 strcmp(scenario, "eperm") == 0 ? EPERM : 0;
+	int fence = strcmp(scenario, "fence") == 0;
+	int emulated = MEMBARRIER_CMD_PRIVATE_EXPEDITED |
+		       MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED;
+
+	alarm(60);	/* a hang is a failure */
+	CHECK(membarrier_get_strategy(&st, sizeof(st)) == 0, "strategy");
+	CHECK(st.kernel_commands == 0, "kernel mask 0x%x", (unsigned int)st.kernel_commands);
+	CHECK(st.kernel_errno == want_errno, "kernel errno %d, want %d", st.kernel_errno,
+	      want_errno);
+	CHECK(st.probe_skipped == (want_errno == 0), "probe_skipped %d", st.probe_skipped);
+	CHECK(st.heavy == (fence ? MEMBARRIER_MECHANISM_FENCE : MEMBARRIER_MECHANISM_SIGNAL),
+	      "heavy is %s", membarrier_mechanism_name(st.heavy));
+	CHECK(st.light_is_fence == fence && libmembarrier_light_fence == fence,
+	      "light is %s", st.light_is_fence ? "a fence" : "a compiler barrier");
+	CHECK(st.emulated_commands == (fence ? 0 : emulated),
+	      "emulated 0x%x", (unsigned int)st.emulated_commands);
+	CHECK(membarrier(MEMBARRIER_CMD_QUERY, 0, 0) == (fence ? 0 : emulated), "QUERY");
+	CHECK(membarrier(MEMBARRIER_CMD_GLOBAL, 0, 0) == -1 && errno == EINVAL,
+	      "GLOBAL is EINVAL");
+	CHECK(membarrier(MEMBARRIER_CMD_GET_REGISTRATIONS, 0, 0) == -1 && errno == EINVAL,
+	      "GET_REGISTRATIONS is EINVAL");
+	CHECK(membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED, 1, 0) == -1 && errno == EINVAL,
+	      "PRIVATE_EXPEDITED with flags 1 is EINVAL");
+	if (fence) {
+		CHECK(membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == -1 &&
+		      errno == EINVAL, "no PRIVATE_EXPEDITED without a mechanism");
+	} else {
+		CHECK(membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0,
+		      "emulated REGISTER_PRIVATE_EXPEDITED");
+		CHECK(membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0,
+		      "emulated PRIVATE_EXPEDITED alone");
+	}
+	CHECK(membarrier_heavy() == 0, "heavy alone");
+	exercise_heavy(!fence);
+
+	if (!fence) {
+		/* The application took the library's signal: heavy says so. */
+		signal(st.signal, SIG_IGN);
+		CHECK(membarrier_heavy() == -1 && errno == EBUSY,
+		      "heavy with the signal taken: %s", strerror(errno));
+	}
+	return failures ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+struct scenario {
+	const char *name;
+	unsigned int action;
+	const char *env;
+	const char *what;
+};
+
+static const struct scenario scenarios[] = {
+	{ "enosys", SECCOMP_RET_ERRNO | ENOSYS, NULL,
+	  "membarrier(2) answers ENOSYS (no CONFIG_MEMBARRIER): signal mechanism" },
+	{ "eperm", SECCOMP_RET_ERRNO | EPERM, NULL,
+	  "membarrier(2) answers EPERM (a sandbox): signal mechanism" },
+	{ "skip", SECCOMP_RET_KILL_PROCESS, "signal",
+	  "membarrier(2) kills: LIBMEMBARRIER_HEAVY=signal never calls it" },
+	{ "fence", SECCOMP_RET_KILL_PROCESS, "fence",
+	  "membarrier(2) kills: LIBMEMBARRIER_HEAVY=fence, light becomes a fence" },
+};
+#define NSCEN ((int)(sizeof(scenarios) / sizeof(scenarios[0])))
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && strcmp(argv[1], "--child") == 0)
+		return child(argv[2]);
+
+	tap_plan(NSCEN + 1);
+	for (int i = 0; i < NSCEN; i++) {
+		const struct scenario *s = &scenarios[i];
+		int status;
+		pid_t pid;
+
+		fflush(stdout);
+		pid = fork();
+		if (pid == 0) {
+			if (s->env)
+				setenv("LIBMEMBARRIER_HEAVY", s->env, 1);
+			else
+				unsetenv("LIBMEMBARRIER_HEAVY");
+			if (deny_membarrier(s->action) != 0)
+				_exit(98);
+			execl("/proc/self/exe", argv[0], "--child", s->name, (char *)NULL);
+			_exit(97);
+		}
+		waitpid(pid, &status, 0);
+		tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s (status 0x%x)",
+		       s->what, (unsigned int)status);
+	}
+
+	/* The control: without LIBMEMBARRIER_HEAVY the killing filter does kill. */
+	{
+		int status;
+		pid_t pid = fork();
+
+		if (pid == 0) {
+			unsetenv("LIBMEMBARRIER_HEAVY");
+			if (deny_membarrier(SECCOMP_RET_KILL_PROCESS) != 0)
+				_exit(98);
+			execl("/proc/self/exe", argv[0], "--child", "skip", (char *)NULL);
+			_exit(97);
+		}
+		waitpid(pid, &status, 0);
+		tap_ok(WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS,
+		       "control: a probing library is killed by that filter (status 0x%x)",
+		       (unsigned int)status);
+	}
+	return tap_exit();
+}

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * fork(): a child works, also when forked from a multithreaded parent
+ * while other threads are in membarrier_heavy(); in each mechanism the
+ * host offers (the test re-executes itself with LIBMEMBARRIER_HEAVY).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/wait.h>
+
+#include "tap.h"
+#include "testlib.h"
+
+static volatile int stop;
+
+static void *busy(void *arg)
+{
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
+		if (arg)
+			(void)membarrier_heavy();
+		else
+			membarrier_light();
+	}
+	return NULL;
+}
+
+static void *child_thread(void *arg)
+{
+	(void)arg;
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED))
+		membarrier_light();
+	return NULL;
+}
+
+/* In the child: 0 if everything works. */
+static int in_child(int parent_query, const struct membarrier_strategy *parent)
+{
+	struct membarrier_strategy st;
+	pthread_t t;
+	int bad = 0;
+
+	alarm(30);
+	stop = 0;
+	bad |= membarrier_get_strategy(&st, sizeof(st)) != 0;
+	bad |= st.heavy != parent->heavy;
+	bad |= membarrier(MEMBARRIER_CMD_QUERY, 0, 0) != parent_query;
+	bad |= membarrier_heavy() != 0;
+	if (parent_query & MEMBARRIER_CMD_PRIVATE_EXPEDITED)
+		bad |= membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0;
+	if (st.heavy == MEMBARRIER_MECHANISM_PRIVATE_EXPEDITED)
+		/* The registration follows the mm, which fork copies. */
+		bad |= (raw_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) << 1;
+	if (pthread_create(&t, NULL, child_thread, NULL) != 0)
+		return 4;
+	for (int i = 0; i < 100; i++)
+		bad |= (membarrier_heavy() != 0) << 2;
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	pthread_join(t, NULL);
+	return bad;
+}
+
+static int fork_and_wait(int query, const struct membarrier_strategy *st)
+{
+	int status;
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0)
+		_exit(in_child(query, st));
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static int run(const char *mechanism)
+{
+	struct membarrier_strategy st;
+	pthread_t t[3];
+	int query, ret, worst = 0;
+
+	membarrier_get_strategy(&st, sizeof(st));
+	query = membarrier(MEMBARRIER_CMD_QUERY, 0, 0);
+	tap_diag("%s: heavy is %s", mechanism, membarrier_mechanism_name(st.heavy));
+
+	ret = fork_and_wait(query, &st);
+	tap_ok(ret == 0, "%s: child of a single-threaded parent (%d)", mechanism, ret);
+
+	stop = 0;
+	pthread_create(&t[0], NULL, busy, NULL);
+	pthread_create(&t[1], NULL, busy, NULL);
+	pthread_create(&t[2], NULL, busy, (void *)1);	/* heavy barriers under way */
+	for (int i = 0; i < 20; i++) {
+		ret = fork_and_wait(query, &st);
+		if (ret != 0)
+			worst = ret;
+	}
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	for (int i = 0; i < 3; i++)
+		pthread_join(t[i], NULL);
+	return tap_ok(worst == 0,
+		      "%s: 20 children of a parent with 3 threads in light and heavy (%d)",
+		      mechanism, worst);
+}
+
+int main(int argc, char **argv)
+{
+	static const char *const mechanisms[] = { "auto", "signal", "fence" };
+	const int n = sizeof(mechanisms) / sizeof(mechanisms[0]);
+
+	if (argc == 3 && strcmp(argv[1], "--mechanism") == 0)
+		return run(argv[2]) ? 0 : 1;
+
+	tap_plan(n * 2);
+	for (int i = 0; i < n; i++) {
+		int status;
+		pid_t pid;
+
+		fflush(stdout);
+		pid = fork();
+		if (pid == 0) {
+			/* The re-executed test prints its two results itself. */
+			setenv("LIBMEMBARRIER_HEAVY", mechanisms[i], 1);
+			execl("/proc/self/exe", argv[0], "--mechanism", mechanisms[i], (char *)NULL);
+			_exit(97);
+		}
+		waitpid(pid, &status, 0);
+	}
+	return 0;
+}

@@ -1,0 +1,35 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# The store-buffering litmus test for every mechanism this host offers,
+# and the control that shows the test can fail.  LITMUS_ROUNDS overrides
+# the round count (sanitizer builds run fewer); the default is 10^6.
+set -u
+litmus=${top_builddir:-.}/tests/litmus
+seccomp=${top_builddir:-.}/tests/seccomp-run
+rounds=${LITMUS_ROUNDS:-1000000}
+# GLOBAL waits for an RCU grace period (milliseconds) per call.
+global_rounds=${LITMUS_GLOBAL_ROUNDS:-300}
+n=0 failed=0
+
+echo "1..6"
+check() {
+	what=$1; shift
+	n=$((n + 1))
+	out=$("$@" 2>&1); rc=$?
+	echo "$out" | sed 's/^/# /'
+	if [ $rc -eq 0 ]; then echo "ok $n - $what"; else echo "not ok $n - $what"; failed=1; fi
+}
+
+check "control (compiler barriers only) finds r1 == r2 == 0" \
+	env -u LIBMEMBARRIER_HEAVY "$litmus" --control --rounds "$rounds" --expect some
+check "native mechanism: no r1 == r2 == 0 in $rounds rounds" \
+	env -u LIBMEMBARRIER_HEAVY "$litmus" --rounds "$rounds" --expect none
+check "seccomp-forced ENOSYS, signal fallback: none in $rounds rounds" \
+	env -u LIBMEMBARRIER_HEAVY "$seccomp" ENOSYS "$litmus" --rounds "$rounds" --expect none
+check "seccomp-forced EPERM, signal fallback: none in $rounds rounds" \
+	env -u LIBMEMBARRIER_HEAVY "$seccomp" EPERM "$litmus" --rounds "$rounds" --expect none
+check "LIBMEMBARRIER_HEAVY=fence: none in $rounds rounds" \
+	env LIBMEMBARRIER_HEAVY=fence "$litmus" --rounds "$rounds" --expect none
+check "LIBMEMBARRIER_HEAVY=global (RCU grace period): none in $global_rounds rounds" \
+	env LIBMEMBARRIER_HEAVY=global "$litmus" --rounds "$global_rounds" --expect none
+exit $failed

@@ -1,0 +1,25 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# The library exports exactly the version script's symbols, all in
+# LIBMEMBARRIER_1.0, and its SONAME is libmembarrier.so.1.
+set -u
+lib=${top_builddir:-.}/libmembarrier/.libs/libmembarrier.so.1
+map=${top_srcdir:-.}/libmembarrier/libmembarrier.sym
+echo "1..3"
+[ -e "$lib" ] || { echo "Bail out! $lib not built"; exit 99; }
+want=$(sed -n 's/^[[:space:]]*\([a-z_][a-z_0-9]*\);$/\1/p' "$map" | sort)
+have=$(nm -D --defined-only "$lib" | awk '$3 != "LIBMEMBARRIER_1.0" {print $3}' | sed 's/@.*//' | sort)
+if [ "$want" = "$have" ]; then echo "ok 1 - exports are the version script's"
+else echo "not ok 1 - exports differ from the version script"
+	diff -u /dev/fd/3 /dev/fd/4 3<<E 4<<F | sed 's/^/# /'
+$want
+E
+$have
+F
+fi
+if nm -D --defined-only "$lib" | awk '{print $3}' | grep -v '^LIBMEMBARRIER_1.0$' | grep -qv '@@LIBMEMBARRIER_1.0$'
+then echo "not ok 2 - every export is versioned LIBMEMBARRIER_1.0"
+else echo "ok 2 - every export is versioned LIBMEMBARRIER_1.0"; fi
+soname=$(objdump -p "$lib" | awk '$1 == "SONAME" {print $2}')
+if [ "$soname" = libmembarrier.so.1 ]; then echo "ok 3 - SONAME $soname"
+else echo "not ok 3 - SONAME '$soname'"; fi
