@@ -35,6 +35,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <time.h>
@@ -154,6 +155,28 @@ int lmb_signal_setup(int requested)
 	return sig;
 }
 
+/*
+ * Waiting: the C library's sched_yield() and nanosleep() rather than raw
+ * system calls, so that tools that interpose on them see a waiting thread
+ * (ThreadSanitizer delivers pending signals only inside functions it
+ * intercepts; with raw system calls two concurrent heavy barriers would
+ * wait for each other's signals forever under it).  errno is preserved.
+ */
+static void lmb_pause(unsigned int round)
+{
+	struct timespec ts = { 0, 0 };
+	int saved = errno;
+
+	if (round < 64) {
+		(void)sched_yield();
+	} else {
+		/* A slow target (preempted, sleeping in the kernel): back off. */
+		ts.tv_nsec = round < 1024 ? 20000 : 1000000;
+		(void)nanosleep(&ts, NULL);
+	}
+	errno = saved;
+}
+
 static struct lmb_slot *lmb_slot_get(int *index)
 {
 	for (;;) {
@@ -163,21 +186,8 @@ static struct lmb_slot *lmb_slot_get(int *index)
 				return &lmb_slots[i];
 			}
 		}
-		(void)lmb_syscall(SYS_sched_yield, 0, 0, 0, 0);
+		lmb_pause(0);
 	}
-}
-
-static void lmb_pause(unsigned int round)
-{
-	struct timespec ts = { 0, 0 };
-
-	if (round < 64) {
-		(void)lmb_syscall(SYS_sched_yield, 0, 0, 0, 0);
-		return;
-	}
-	/* A slow target (preempted, sleeping in the kernel): back off. */
-	ts.tv_nsec = round < 1024 ? 20000 : 1000000;
-	(void)lmb_syscall(SYS_nanosleep, (long)&ts, 0, 0, 0);
 }
 
 /* Signal the batch in the slot and wait for every live target. */

@@ -31,7 +31,8 @@ run() {
 	echo "== $name: configure $*"
 	rm -rf "_build/$name" && mkdir -p "_build/$name" || exit 99
 	( cd "_build/$name" && "$top/configure" -q --enable-werror "$@" &&
-	  make -s -j"$jobs" && make -s -j"$jobs" check ) || status=1
+	  make -s -j"$jobs" && make -s -j"$jobs" check ${CHECK_TESTS:+TESTS="$CHECK_TESTS"} ) ||
+		status=1
 	grep -E '^(# (TOTAL|PASS|SKIP|FAIL|ERROR):|FAIL:|ERROR:)' "_build/$name/test-suite.log" 2>/dev/null
 	tally "_build/$name"
 }
@@ -39,7 +40,16 @@ run() {
 run default
 # Sanitizers slow the litmus test down tenfold: fewer rounds there.
 LITMUS_ROUNDS=100000 run asan-ubsan --enable-sanitizers=address,undefined
-LITMUS_ROUNDS=100000 TSAN_OPTIONS="halt_on_error=1" run tsan --enable-sanitizers=thread
+# Under TSan, not the tests of the signal mechanism (litmus, fallback,
+# fork): TSan delivers an asynchronous signal only when the target thread
+# enters a function it intercepts, so a thread spinning in user code (the
+# litmus rendezvous) never takes the mechanism's signal, and with thread
+# churn the fallback and fork tests time out under it.  TSan's
+# instrumentation also hides the store-buffer reordering the litmus
+# control must find.  The default and ASan+UBSan builds run them in full.
+CHECK_TESTS="tests/commands tests/errors tests/cache tests/race tests/header.sh tests/symbols.sh tests/info.sh" \
+TSAN_OPTIONS="halt_on_error=1" run tsan --enable-sanitizers=thread
+unset CHECK_TESTS
 
 echo "== distcheck"
 if ( cd _build/default && LITMUS_ROUNDS=100000 make -s -j"$jobs" distcheck >distcheck.log 2>&1 ); then
