@@ -1,0 +1,62 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Every manual page is clean under the checkers that man-pages and Debian
+# use: mandoc's linter, groff with all warnings, the exact man(1) command
+# of lintian's groff-message tag, and lexgrog (lintian's bad-whatis-entry).
+# A missing checker is a failure, not a skip: CI installs them all.
+#
+# .so stubs are checked as man(1) will read them: from the top of the
+# manual tree, so that ".so man3/membarrier.3" resolves.  mandoc's only
+# complaint about them, that .so is fragile, is expected: they are the
+# upstream form, and dh_installman turns them into symlinks.
+set -u
+mandir=${top_srcdir:-.}/man
+cd "$mandir" || { echo "Bail out! no $mandir"; exit 1; }
+
+pages=$(ls man?/*.[1-8] | LC_ALL=C sort)
+set -- $pages
+echo "1..$(($# * 4))"
+
+n=0 failed=0
+report() {	# report CHECKER PAGE OUTPUT
+	n=$((n + 1))
+	if [ -z "$3" ]; then
+		echo "ok $n - $1 $2"
+	else
+		echo "not ok $n - $1 $2"
+		printf '%s\n' "$3" | sed 's/^/# /'
+		failed=1
+	fi
+}
+need() {	# need TOOL: the message if it is missing
+	command -v "$1" >/dev/null 2>&1 || echo "$1 is not installed"
+}
+
+for page in "$@"; do
+	out=$(need mandoc)
+	[ -n "$out" ] || out=$(mandoc -Tlint -W warning "$page" 2>&1 |
+		grep -v 'WARNING: \.so is fragile, better use ln(1): so man[1-8]/')
+	report mandoc "$page" "$out"
+
+	out=$(need groff)
+	[ -n "$out" ] || out=$(groff -t -man -ww -z "$page" 2>&1)
+	report groff "$page" "$out"
+
+	out=$(need man)
+	[ -n "$out" ] || out=$(LC_ALL=C.UTF-8 MANROFFSEQ='' MANWIDTH=80 \
+		man --warnings -E UTF-8 -l -Tutf8 -Z "$page" 2>&1 >/dev/null)
+	report man "$page" "$out"
+
+	# whatis needs "name, name \- description", and every page's own
+	# name must be among the names.
+	out=$(need lexgrog)
+	if [ -z "$out" ]; then
+		name=$(basename "$page"); name=${name%.*}
+		what=$(lexgrog "$page" 2>&1) ||
+			out="lexgrog failed: $what"
+		[ -n "$out" ] || printf '%s\n' "$what" | grep -q ": \"$name - " ||
+			out="no whatis entry for $name: $what"
+	fi
+	report lexgrog "$page" "$out"
+done
+exit $failed
