@@ -131,8 +131,10 @@ mk tinyconfig
 run "$srcdir/scripts/kconfig/merge_config.sh" -m -O "$objdir" "$objdir/.config" "${fragments[@]}"
 mk olddefconfig
 # Every option of the fragments must have survived olddefconfig.
+# A later fragment overrides an earlier one, as in merge_config.sh.
 missing=$(cat "${fragments[@]}" | sed -n -e 's/^\(CONFIG_[A-Z0-9_]*=.*\)$/\1/p' \
-	-e 's/^# \(CONFIG_[A-Z0-9_]*\) is not set$/\1=n/p' | while IFS= read -r want; do
+	-e 's/^# \(CONFIG_[A-Z0-9_]*\) is not set$/\1=n/p' |
+	awk -F= '{ v[$1] = $0 } END { for (k in v) print v[k] }' | while IFS= read -r want; do
 	name=${want%%=*}
 	if [ "${want#*=}" = n ]; then
 		grep -q "^$name=" "$objdir/.config" && echo "$want"

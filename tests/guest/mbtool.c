@@ -11,10 +11,13 @@
  *                                CAL IPIs on CPUs 1..NSPIN (running user
  *                                busy loops) under a SHARED_EXPEDITED loop
  *                                on CPU 0, with max_rate RATE and 0
- *   mbtool litmus MODE ROUNDS    store-buffering litmus; MODE is
+ *   mbtool litmus MODE ROUNDS [MAXDELAY]
+ *                                store-buffering litmus; MODE is
  *                                "membarrier" or "compiler" (control)
- *   mbtool latency CALLS NSPIN   per-call latency of SHARED_EXPEDITED, with
- *                                user busy loops on CPUs 1..NSPIN
+ *   mbtool latency CALLS NSPIN [GAP_US]
+ *                                per-call latency of SHARED_EXPEDITED, with
+ *                                user busy loops on CPUs 1..NSPIN, calls
+ *                                GAP_US apart (default 2000)
  *
  * Exit status: 0 all ok, 1 a check failed, 77 skipped.
  */
@@ -354,6 +357,7 @@ static volatile int x, y, r1, r2;
 static volatile unsigned long start_round, done_count;
 static int use_membarrier;
 static long rounds;
+static unsigned int max_delay = 16;
 
 #define barrier() __asm__ __volatile__("" ::: "memory")
 
@@ -394,11 +398,18 @@ static int cmd_litmus(const char *mode, long n)
 	pthread_create(&b, NULL, thread_b, NULL);
 	t0 = now_s();
 	for (i = 1; i <= n; i++) {
+		/* B sees the start some time after A: a random delay in A makes
+		 * both sides overlap in some rounds. */
+		unsigned int d = (unsigned int)((i * 2654435761u) >> 7) % max_delay;
+		volatile unsigned int k;
+
 		x = 0;
 		y = 0;
 		r1 = -1;
 		r2 = -1;
 		__atomic_store_n(&start_round, i, __ATOMIC_SEQ_CST);
+		for (k = 0; k < d; k++)
+			;
 		x = 1;
 		if (use_membarrier) {
 			if (membarrier(MEMBARRIER_CMD_SHARED_EXPEDITED, 0, 0))
@@ -432,9 +443,9 @@ static int cmp_double(const void *a, const void *b)
 	return d < 0 ? -1 : d > 0;
 }
 
-/* Per-call latency, 2 ms apart (not rate limited at the default rate),
- * with user busy loops on the other CPUs so that IPIs are sent. */
-static int cmd_latency(long n, int nspin)
+/* Per-call latency, @gap_us apart, with user busy loops on CPUs 1..nspin
+ * so that IPIs are sent. */
+static int cmd_latency(long n, int nspin, long gap_us)
 {
 	int ncpu = nspin + 1, i;
 	pid_t pids[MAX_CPUS];
@@ -455,7 +466,8 @@ static int cmd_latency(long n, int nspin)
 			break;
 		lat[k] = now_s() - t0;
 		sum += lat[k];
-		usleep(2000);
+		if (gap_us)
+			usleep(gap_us);
 	}
 	for (i = 1; i < ncpu; i++) {
 		kill(pids[i], SIGKILL);
@@ -464,9 +476,9 @@ static int cmd_latency(long n, int nspin)
 	ok(k == n, "%ld SHARED_EXPEDITED calls succeeded", k);
 	if (k == n) {
 		qsort(lat, n, sizeof(*lat), cmp_double);
-		printf("# latency (membarrier_expedited=%ld): median %.1f us, mean %.1f us, max %.1f us\n",
-		       read_long(SYSCTL_EXPEDITED), lat[n / 2] * 1e6, sum / n * 1e6,
-		       lat[n - 1] * 1e6);
+		printf("# latency (membarrier_expedited=%ld, max_rate=%ld, %d busy CPUs, %ld us apart): median %.1f us, mean %.1f us, max %.1f us\n",
+		       read_long(SYSCTL_EXPEDITED), read_long(SYSCTL_MAX_RATE), nspin, gap_us,
+		       lat[n / 2] * 1e6, sum / n * 1e6, lat[n - 1] * 1e6);
 		printf("# LATENCY_MEDIAN_US %.1f\n", lat[n / 2] * 1e6);
 	}
 	free(lat);
@@ -484,10 +496,13 @@ int main(int argc, char **argv)
 		return cmd_sysctl_perms();
 	if (argc >= 5 && !strcmp(argv[1], "ratelimit"))
 		return cmd_ratelimit(atoi(argv[2]), atof(argv[3]), atoi(argv[4]));
-	if (argc >= 4 && !strcmp(argv[1], "litmus"))
+	if (argc >= 4 && !strcmp(argv[1], "litmus")) {
+		if (argc >= 5)
+			max_delay = atoi(argv[4]) > 0 ? atoi(argv[4]) : 1;
 		return cmd_litmus(argv[2], atol(argv[3]));
+	}
 	if (argc >= 4 && !strcmp(argv[1], "latency"))
-		return cmd_latency(atol(argv[2]), atoi(argv[3]));
+		return cmd_latency(atol(argv[2]), atoi(argv[3]), argc >= 5 ? atol(argv[4]) : 2000);
 	fprintf(stderr, "usage: see the comment at the top of mbtool.c\n");
 	return 2;
 }
