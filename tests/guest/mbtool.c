@@ -480,6 +480,7 @@ static int cmd_latency(long n, int nspin, long gap_us)
 		       read_long(SYSCTL_EXPEDITED), read_long(SYSCTL_MAX_RATE), nspin, gap_us,
 		       lat[n / 2] * 1e6, sum / n * 1e6, lat[n - 1] * 1e6);
 		printf("# LATENCY_MEDIAN_US %.1f\n", lat[n / 2] * 1e6);
+		printf("# LATENCY_MIN_US %.1f\n", lat[0] * 1e6);
 	}
 	free(lat);
 	return done_testing();
