@@ -7,6 +7,7 @@
  *   mbtool basic                 QUERY bit, EINVAL for bad flags, success
  *   mbtool enosys                membarrier() must fail with ENOSYS
  *   mbtool sysctl-perms          who may write the two sysctls
+ *   mbtool nohz                  on a nohz_full boot: hidden and EINVAL
  *   mbtool ratelimit RATE SECS NSPIN
  *                                CAL IPIs on CPUs 1..NSPIN (running user
  *                                busy loops) under a SHARED_EXPEDITED loop
@@ -155,6 +156,36 @@ static int cmd_enosys(void)
 	ret = membarrier(MEMBARRIER_CMD_SHARED_EXPEDITED, 0, 0);
 	ok(ret == -1 && errno == ENOSYS, "SHARED_EXPEDITED -> %d errno %d (want ENOSYS)", ret,
 	   errno);
+	return done_testing();
+}
+
+/* On a nohz_full boot: hidden from QUERY and EINVAL, whatever the sysctls. */
+static int cmd_nohz(void)
+{
+	int mask, mask2, ret, e, i;
+	const long settings[][2] = { { 1, 1000 }, { 0, 1000 }, { 1, 0 } };
+	long saved_exp = read_long(SYSCTL_EXPEDITED), saved_rate = read_long(SYSCTL_MAX_RATE);
+
+	printf("1..%zu\n", 1 + 2 * sizeof(settings) / sizeof(settings[0]));
+	for (i = 0; i < (int)(sizeof(settings) / sizeof(settings[0])); i++) {
+		write_long(SYSCTL_EXPEDITED, settings[i][0]);
+		write_long(SYSCTL_MAX_RATE, settings[i][1]);
+		mask = membarrier(MEMBARRIER_CMD_QUERY, 0, 0);
+		ok(mask >= 0 && !(mask & MEMBARRIER_CMD_SHARED_EXPEDITED) &&
+		   !(mask & MEMBARRIER_CMD_GLOBAL),
+		   "expedited=%ld max_rate=%ld: QUERY = %#x hides SHARED_EXPEDITED and GLOBAL",
+		   settings[i][0], settings[i][1], mask);
+		errno = 0;
+		ret = membarrier(MEMBARRIER_CMD_SHARED_EXPEDITED, 0, 0);
+		e = errno;
+		ok(ret == -1 && e == EINVAL,
+		   "expedited=%ld max_rate=%ld: SHARED_EXPEDITED -> %d errno %d (want EINVAL)",
+		   settings[i][0], settings[i][1], ret, e);
+	}
+	write_long(SYSCTL_EXPEDITED, saved_exp);
+	write_long(SYSCTL_MAX_RATE, saved_rate);
+	mask2 = membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0);
+	ok(mask2 == 0, "GLOBAL_EXPEDITED (upstream behaviour) still returns 0: %d", mask2);
 	return done_testing();
 }
 
@@ -493,6 +524,8 @@ int main(int argc, char **argv)
 		return cmd_basic();
 	if (argc >= 2 && !strcmp(argv[1], "enosys"))
 		return cmd_enosys();
+	if (argc >= 2 && !strcmp(argv[1], "nohz"))
+		return cmd_nohz();
 	if (argc >= 2 && !strcmp(argv[1], "sysctl-perms"))
 		return cmd_sysctl_perms();
 	if (argc >= 5 && !strcmp(argv[1], "ratelimit"))
