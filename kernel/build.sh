@@ -1,0 +1,166 @@
+#!/bin/bash
+# Build the guest kernel for the libmembarrier tests, outside the repository.
+#
+# Usage: kernel/build.sh [patched|nomembarrier]      (default: patched)
+#
+#   patched       Debian linux-source-6.1 + kernel/patches/series,
+#                 tinyconfig + kernel/config.fragment.
+#   nomembarrier  the same source, plus kernel/config-nomembarrier.fragment
+#                 (CONFIG_MEMBARRIER=n).
+#
+# The last line on stdout is the output directory, which contains:
+#   bzImage, config, usr/include (headers_install), selftests/ (static
+#   membarrier kselftests), build.log.
+# Progress goes to stderr, the build output to build.log in that directory.
+#
+# Everything lives in ${LIBMEMBARRIER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/libmembarrier},
+# keyed by the kernel version (Makefile VERSION.PATCHLEVEL.SUBLEVEL), the
+# tarball's sha256 and the sha256 of the patches, series and config
+# fragments: a second run rebuilds nothing, a changed patch rebuilds.
+# Concurrent runs are serialized with flock.
+#
+# Environment: LINUX_SOURCE_TARBALL (default /usr/src/linux-source-6.1.tar.xz),
+# LIBMEMBARRIER_CACHE, JOBS (default $(nproc)).
+set -euo pipefail
+
+me=kernel/build.sh
+variant=${1:-patched}
+case $variant in
+patched|nomembarrier) ;;
+-h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+*) echo "$me: unknown variant '$variant' (patched|nomembarrier)" >&2; exit 2 ;;
+esac
+
+here=$(cd "$(dirname "$0")" && pwd)
+tarball=${LINUX_SOURCE_TARBALL:-/usr/src/linux-source-6.1.tar.xz}
+cache=${LIBMEMBARRIER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/libmembarrier}
+jobs=${JOBS:-$(nproc)}
+# Bump when this script changes what it produces.
+schema=1
+
+say() { echo "$me: $*" >&2; }
+die() { say "error: $*"; exit 1; }
+
+[ -f "$tarball" ] || die "$tarball not found (apt-get install linux-source-6.1)"
+mkdir -p "$cache"
+cache=$(cd "$cache" && pwd)
+
+# --- cache keys -------------------------------------------------------------
+tar_sha=$(sha256sum "$tarball" | cut -c1-16)
+series=$here/patches/series
+[ -f "$series" ] || die "$series not found"
+patches=()
+while read -r p _; do
+	case $p in ''|'#'*) continue ;; esac
+	[ -f "$here/patches/$p" ] || die "patch $p listed in series not found"
+	patches+=("$here/patches/$p")
+done <"$series"
+src_key=$(cat "$series" ${patches[@]+"${patches[@]}"} | sha256sum | cut -c1-16)
+
+fragments=("$here/config.fragment")
+[ "$variant" = nomembarrier ] && fragments+=("$here/config-nomembarrier.fragment")
+for f in "${fragments[@]}"; do [ -f "$f" ] || die "$f not found"; done
+build_key=$( (echo "schema=$schema variant=$variant src=$src_key"; cat "${fragments[@]}") |
+	sha256sum | cut -c1-16)
+
+# The version comes from the tarball's Makefile; remember it per tarball.
+verfile=$cache/tarball-$tar_sha.version
+if [ ! -s "$verfile" ]; then
+	say "reading the kernel version from $tarball"
+	top=$(set +o pipefail; tar -tJf "$tarball" 2>/dev/null | head -n 1 | cut -d/ -f1)
+	ver=$(tar -xJOf "$tarball" "$top/Makefile" |
+		awk -F' *= *' '/^VERSION/ {v=$2} /^PATCHLEVEL/ {p=$2} /^SUBLEVEL/ {s=$2}
+			      END {print v "." p "." s}')
+	case $ver in [0-9]*.[0-9]*.[0-9]*) ;; *) die "cannot read the version from $tarball" ;; esac
+	echo "$ver $top" >"$verfile.tmp.$$" && mv "$verfile.tmp.$$" "$verfile"
+fi
+read -r version top <"$verfile"
+
+srcdir=$cache/src-$version-$tar_sha-$src_key
+outdir=$cache/linux-$version-$variant-$build_key
+objdir=$outdir/obj
+
+if [ -f "$outdir/.complete" ]; then
+	say "up to date: $outdir"
+	echo "$outdir"
+	exit 0
+fi
+
+# --- source tree (shared by the variants) -------------------------------------
+exec 8>"$srcdir.lock"
+flock 8
+if [ ! -f "$srcdir/.complete" ]; then
+	say "unpacking $tarball and applying ${#patches[@]} patches into $srcdir"
+	rm -rf "$srcdir" "$srcdir.tmp"
+	mkdir -p "$srcdir.tmp"
+	tar -xJf "$tarball" -C "$srcdir.tmp"
+	for p in ${patches[@]+"${patches[@]}"}; do
+		out=$(patch -d "$srcdir.tmp/$top" -p1 --fuzz=0 --no-backup-if-mismatch <"$p") ||
+			{ echo "$out" >&2; die "$(basename "$p") does not apply"; }
+		if echo "$out" | grep -q -e offset -e fuzz; then
+			echo "$out" >&2
+			say "warning: $(basename "$p") applies with an offset"
+		fi
+	done
+	mv "$srcdir.tmp/$top" "$srcdir"
+	rmdir "$srcdir.tmp"
+	touch "$srcdir/.complete"
+fi
+flock -u 8
+
+# --- build ------------------------------------------------------------------------
+exec 9>"$outdir.lock"
+flock 9
+if [ -f "$outdir/.complete" ]; then
+	say "up to date (built by a concurrent run): $outdir"
+	echo "$outdir"
+	exit 0
+fi
+mkdir -p "$objdir"
+log=$outdir/build.log
+: >"$log"
+start=$(date +%s)
+run() {
+	echo "+ $*" >>"$log"
+	"$@" >>"$log" 2>&1 || { tail -n 30 "$log" >&2; die "failed: $* (full log: $log)"; }
+}
+mk() { run make -C "$srcdir" O="$objdir" "$@"; }
+
+say "configuring ($variant): tinyconfig + ${fragments[*]##*/}"
+mk tinyconfig
+run "$srcdir/scripts/kconfig/merge_config.sh" -m -O "$objdir" "$objdir/.config" "${fragments[@]}"
+mk olddefconfig
+# Every option of the fragments must have survived olddefconfig.
+# A later fragment overrides an earlier one, as in merge_config.sh.
+missing=$(cat "${fragments[@]}" | sed -n -e 's/^\(CONFIG_[A-Z0-9_]*=.*\)$/\1/p' \
+	-e 's/^# \(CONFIG_[A-Z0-9_]*\) is not set$/\1=n/p' |
+	awk -F= '{ v[$1] = $0 } END { for (k in v) print v[k] }' | while IFS= read -r want; do
+	name=${want%%=*}
+	if [ "${want#*=}" = n ]; then
+		grep -q "^$name=" "$objdir/.config" && echo "$want"
+	else
+		grep -qx "$want" "$objdir/.config" || echo "$want"
+	fi
+done || true)
+[ -z "$missing" ] || die "options not in the final .config: $(echo $missing)"
+
+say "building bzImage with -j$jobs (log: $log)"
+mk -j"$jobs" bzImage
+say "installing headers"
+rm -rf "$outdir/usr"
+mk INSTALL_HDR_PATH="$outdir/usr" headers_install
+
+say "building the membarrier kselftests (static)"
+run make -C "$srcdir/tools/testing/selftests" TARGETS=membarrier O="$objdir/kselftest-build" \
+	KHDR_INCLUDES="-isystem $outdir/usr/include" LDFLAGS=-static
+rm -rf "$outdir/selftests"
+mkdir -p "$outdir/selftests"
+find "$objdir/kselftest-build" -type f -name 'membarrier_test_*' -perm -u+x \
+	-exec cp {} "$outdir/selftests/" \;
+[ -n "$(ls "$outdir/selftests")" ] || die "no selftest binary was built"
+
+cp "$objdir/arch/x86/boot/bzImage" "$outdir/bzImage"
+cp "$objdir/.config" "$outdir/config"
+touch "$outdir/.complete"
+say "done in $(( $(date +%s) - start ))s: $outdir"
+echo "$outdir"

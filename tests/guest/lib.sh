@@ -1,0 +1,88 @@
+# Shared helpers for the tests/guest/*.test scripts (sourced, bash).
+#
+# A test script calls guest_setup VARIANT (builds or reuses the kernel via
+# kernel/build.sh and compiles mbtool), then guest_run ... one or more times
+# and tap_ok for host-side checks, then tap_done. The script prints TAP
+# (plan at the end) and exits 0 (all ok), 1 (a failure) or 77 (skipped:
+# missing host tools).
+set -euo pipefail
+
+guest_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+top_dir=$(cd "$guest_dir/../.." && pwd)
+tap_n=0
+tap_fail=0
+
+skip_all() {
+	echo "1..0 # SKIP $*"
+	exit 77
+}
+
+tap_ok() { # COND-STATUS DESCRIPTION: tap_ok 0 "works" / tap_ok 1 "broken"
+	tap_n=$((tap_n + 1))
+	if [ "$1" = 0 ]; then
+		echo "ok $tap_n - $2"
+	else
+		echo "not ok $tap_n - $2"
+		tap_fail=$((tap_fail + 1))
+	fi
+}
+
+tap_done() {
+	echo "1..$tap_n"
+	[ "$tap_fail" = 0 ] || exit 1
+	exit 0
+}
+
+# guest_setup VARIANT: sets KDIR (kernel/build.sh output), MBTOOL, TMPD.
+guest_setup() {
+	local t
+	for t in qemu-system-x86_64 gcc cpio gzip timeout flock; do
+		command -v "$t" >/dev/null || skip_all "$t not installed"
+	done
+	[ -x "${BUSYBOX:-/bin/busybox}" ] || skip_all "busybox-static not installed"
+	[ -f "${LINUX_SOURCE_TARBALL:-/usr/src/linux-source-6.1.tar.xz}" ] ||
+		skip_all "linux-source-6.1 not installed"
+	TMPD=$(mktemp -d "${TMPDIR:-/tmp}/guest-test.XXXXXX")
+	trap 'rm -rf "$TMPD"' EXIT
+	KDIR=$("$top_dir/kernel/build.sh" "$1" | tail -n 1)
+	[ -f "$KDIR/bzImage" ] || { echo "Bail out! kernel/build.sh $1 failed"; exit 1; }
+	MBTOOL=$TMPD/mbtool
+	gcc -static -O2 -Wall -Wextra -Werror -pthread -isystem "$KDIR/usr/include" \
+		-o "$MBTOOL" "$guest_dir/mbtool.c" ||
+		{ echo "Bail out! cannot compile mbtool.c"; exit 1; }
+}
+
+# guest_run DESCRIPTION [run-guest.sh options] -- COMMAND...
+# Boots KDIR with mbtool at /mbtool, renumbers the guest's TAP lines into
+# this script's TAP stream (other output becomes comments), keeps the raw
+# output in $GUEST_OUT, and adds one test for the guest's exit status.
+guest_run() {
+	local desc=$1 rc counts
+	shift
+	GUEST_OUT=$TMPD/guest-$((tap_n + 1)).out
+	set +e
+	"$guest_dir/run-guest.sh" --kernel "$KDIR" --add "$MBTOOL:/mbtool" "$@" >"$GUEST_OUT"
+	rc=$?
+	set -e
+	awk -v base="$tap_n" -v counts="$TMPD/counts" '
+		/^(not )?ok [0-9]+/ {
+			n++; neg = ($1 == "not")
+			sub(/^(not )?ok [0-9]+ ?(- )?/, "")
+			printf "%s %d - %s\n", neg ? "not ok" : "ok", base + n, $0
+			if (neg) f++
+			next
+		}
+		/^1\.\.[0-9]+/ || /^TAP version/ || /^@@GUEST-EXIT/ || /^reboot: / || /^$/ { next }
+		/^#/ { print; next }
+		{ print "# " $0 }
+		END { print n + 0, f + 0 >counts }' "$GUEST_OUT"
+	counts=$(cat "$TMPD/counts")
+	tap_n=$((tap_n + ${counts% *}))
+	tap_fail=$((tap_fail + ${counts#* }))
+	tap_ok "$rc" "$desc: guest command exited $rc"
+}
+
+# guest_value KEY: the number after "# KEY " in the last guest output.
+guest_value() {
+	sed -n "s/^# $1 \([0-9.]*\).*/\1/p" "$GUEST_OUT" | tail -n 1
+}
