@@ -1,7 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# Every test of the project: the test suite in a -Werror build, under
-# ASan+UBSan and under TSan, then make distcheck.  Builds go to _build/.
+# Every test of the project: the test suite in a -Werror build (host tests,
+# man-page checks, and the guest tests that build the patched kernels and
+# boot them in QEMU), the host tests under ASan+UBSan and under TSan, then
+# make distcheck.  Builds go to _build/.
 # Ends with "N passed, N failed" summed over all runs.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -39,7 +41,7 @@ run() {
 
 run default
 # Sanitizers slow the litmus test down tenfold: fewer rounds there.
-LITMUS_ROUNDS=100000 run asan-ubsan --enable-sanitizers=address,undefined
+LITMUS_ROUNDS=100000 run asan-ubsan --enable-sanitizers=address,undefined --disable-guest-tests
 # Under TSan, not the tests of the signal mechanism (litmus, fallback,
 # fork): TSan delivers an asynchronous signal only when the target thread
 # enters a function it intercepts, so a thread spinning in user code (the
@@ -48,7 +50,7 @@ LITMUS_ROUNDS=100000 run asan-ubsan --enable-sanitizers=address,undefined
 # instrumentation also hides the store-buffer reordering the litmus
 # control must find.  The default and ASan+UBSan builds run them in full.
 CHECK_TESTS="tests/commands tests/errors tests/cache tests/race tests/header.sh tests/symbols.sh tests/info.sh" \
-TSAN_OPTIONS="halt_on_error=1" run tsan --enable-sanitizers=thread
+TSAN_OPTIONS="halt_on_error=1" run tsan --enable-sanitizers=thread --disable-guest-tests
 unset CHECK_TESTS
 
 echo "== distcheck"

@@ -115,6 +115,8 @@ int main(int argc, char **argv)
 		else
 			print_mask("Registrations of this process (MEMBARRIER_CMD_GET_REGISTRATIONS)",
 				   regs);
+	} else if (st.probe_skipped || st.kernel_errno) {
+		printf("Registrations: none (the library does not use the kernel)\n");
 	} else {
 		print_mask("Registrations made by libmembarrier (the kernel cannot list them)",
 			   st.library_registrations);
