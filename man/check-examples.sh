@@ -31,7 +31,8 @@ fi
 echo "1..$((count * 2))"
 
 n=0 failed=0
-cflags="-Wall -Wextra -Wstrict-prototypes -Werror"
+# SAN_FLAGS: a sanitizer build's library needs its runtime in the program.
+cflags="-Wall -Wextra -Wstrict-prototypes -Werror ${SAN_FLAGS:-}"
 printf '%s\n' "$list" | {
 while read -r page name; do
 	prog=$tmp/${name%.c}
