@@ -63,6 +63,47 @@ static inline int bench_read_cal(long long *cal, int ncpu)
 	return found ? 0 : -1;
 }
 
+/*
+ * Per-CPU totals of every row of /proc/interrupts that has a count for
+ * each CPU (device interrupts, timer, IPIs of every kind).  Returns 0, or
+ * -1 when /proc/interrupts cannot be read.
+ */
+static inline int bench_read_irqs(long long *total, int ncpu)
+{
+	char line[4096];
+	FILE *f = fopen("/proc/interrupts", "r");
+
+	if (!f)
+		return -1;
+	for (int i = 0; i < ncpu; i++)
+		total[i] = 0;
+	if (!fgets(line, sizeof(line), f)) {	/* the CPU0 CPU1 ... header */
+		fclose(f);
+		return -1;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		long long v[BENCH_MAX_CPUS];
+		char *p = strchr(line, ':'), *end;
+		int i;
+
+		if (!p)
+			continue;
+		p++;
+		for (i = 0; i < ncpu; i++) {
+			v[i] = strtoll(p, &end, 10);
+			if (end == p)
+				break;
+			p = end;
+		}
+		if (i < ncpu)
+			continue;
+		for (i = 0; i < ncpu; i++)
+			total[i] += v[i];
+	}
+	fclose(f);
+	return 0;
+}
+
 static inline int bench_cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;

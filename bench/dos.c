@@ -9,8 +9,9 @@
  * this process, pinned to CPU 0, either sleeps (idle: the baseline) or
  * calls SHARED_EXPEDITED back to back (attack) for SECONDS.  Prints the
  * victim's iterations per second, the function call IPIs (CAL row of
- * /proc/interrupts) CPU 1 received per second, and the attacker's calls per
- * second.  What the attack does depends on kernel.membarrier_expedited and
+ * /proc/interrupts) and all the interrupts (timer, other IPIs...) CPU 1
+ * received per second, and the attacker's calls per second.  What the
+ * attack does depends on kernel.membarrier_expedited and
  * kernel.membarrier_expedited_max_rate, which the caller sets.
  */
 #define _GNU_SOURCE
@@ -45,6 +46,7 @@ int main(int argc, char **argv)
 {
 	volatile unsigned long *shared;
 	long long before[BENCH_MAX_CPUS], after[BENCH_MAX_CPUS];
+	long long irq0[BENCH_MAX_CPUS], irq1[BENCH_MAX_CPUS];
 	unsigned long v0, v1;
 	long calls = 0;
 	double secs, t0, t;
@@ -78,6 +80,7 @@ int main(int argc, char **argv)
 	usleep(200000);
 
 	bench_read_cal(before, ncpu);
+	bench_read_irqs(irq0, ncpu);
 	v0 = __atomic_load_n(shared, __ATOMIC_RELAXED);
 	t0 = bench_now();
 	if (attack) {
@@ -94,11 +97,13 @@ int main(int argc, char **argv)
 	t = bench_now() - t0;
 	v1 = __atomic_load_n(shared, __ATOMIC_RELAXED);
 	bench_read_cal(after, ncpu);
+	bench_read_irqs(irq1, ncpu);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 
-	printf("RESULT label=%s cpus=%d seconds=%.2f victim_ops_per_s=%.4g victim_ipis_per_s=%.1f attacker_calls_per_s=%.1f\n",
+	printf("RESULT label=%s cpus=%d seconds=%.2f victim_ops_per_s=%.4g victim_ipis_per_s=%.1f victim_irqs_per_s=%.1f attacker_calls_per_s=%.1f\n",
 	       argv[3], ncpu, t, (double)(v1 - v0) / t,
-	       (double)(after[VICTIM_CPU] - before[VICTIM_CPU]) / t, (double)calls / t);
+	       (double)(after[VICTIM_CPU] - before[VICTIM_CPU]) / t,
+	       (double)(irq1[VICTIM_CPU] - irq0[VICTIM_CPU]) / t, (double)calls / t);
 	return 0;
 }
