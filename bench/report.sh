@@ -89,7 +89,7 @@ for set in kernel library; do
 		for n in $vcpus; do
 			printf '%s' "$n"
 			for l in $rows; do
-				v=$(get guest-latency.txt "$l" mean_us "$n")
+				v=$(get guest-latency.txt "$l" median_us "$n")
 				printf ' %s' "${v:-NaN}"
 			done
 			printf '\n'
@@ -117,7 +117,7 @@ gnuplot <<EOF || echo "report.sh: gnuplot failed" >&2
 set terminal $term size 1300,520
 set termoption noenhanced
 set output '$dir/latency.png'
-set multiplot layout 1,2 title "Heavy-side latency per call, QEMU TCG guest on linux $gkernel (mean, log scale)"
+set multiplot layout 1,2 title "Heavy-side latency per call, QEMU TCG guest on linux $gkernel (median, log scale)"
 set logscale xy 2
 set logscale y 10
 set xtics ($(echo $vcpus | sed 's/\([0-9]*\)/"\1" \1/g; s/ "/, "/g'))
@@ -167,6 +167,7 @@ fe=$(median rw.txt fence reads_per_s)
 ur=$(median rw.txt liburcu-memb reads_per_s)
 rt_vs_ct=$(awk -v a="$rt" -v b="$ct" 'BEGIN { if (a == "" || b == "" || b == 0) print ""; else printf "%.1f\n", (a / b - 1) * 100 }')
 rt_vs_fe=$(ratio "$rt" "$fe" 2)
+chk=$(awk -v a="$rt" -v b="$ct" -v c="$hostcpus" 'BEGIN { if (a != "" && b != "" && a > 0 && b > 0) print c * 1e9 / a - c * 1e9 / b }')
 goal_2=$(awk -v x="$rt_vs_ct" 'BEGIN { if (x == "") print "not measured"; else print (x >= -2) ? "met" : "not met" }')
 goal_4=$(awk -v x="$rt_vs_fe" 'BEGIN { if (x == "-") print "not measured"; else print (x >= 4) ? "met" : "not met" }')
 g_global=$(get guest-latency.txt repeat-global mean_us "$largest")
@@ -186,7 +187,10 @@ dos_off=$(get dos.txt expedited-off victim_ops_per_s)
 cat <<EOF
 # libmembarrier benchmarks
 
-Produced by \`make bench\` on $(m date), in $(m elapsed_s) s.
+Produced by \`make bench\` on $(m date), in $(m elapsed_s) s.  Settings:
+$(m vcpus | sed 's/ /, /g') guest vCPUs, $(m latency_seconds) s or $(m latency_maxcalls) calls per latency
+figure, $(m repeat_calls) calls for the 2015 repeat, reader/writer $(m rw_reps) x $(m rw_seconds) s,
+denial of service $(m dos_seconds) s per phase (bench/run.sh says how to change them).
 
 | | |
 |---|---|
@@ -221,8 +225,9 @@ switch on the host, not a hardware interrupt (see "On real hardware").
 Back-to-back calls from CPU 0 for $(m latency_seconds) s (or $(m latency_maxcalls) calls) while a
 thread of the same process runs \`membarrier_light()\` in a loop on every
 other CPU: an idle CPU gets no IPI, so without those threads the expedited
-commands would look free.  Mean microseconds per call (the median is in
-data/).  "shared-expedited-on" is the command with
+commands would look free.  Microseconds per call: the median, then the
+mean in brackets (a busy host delays a vCPU thread now and then, which
+the mean shows).  "shared-expedited-on" is the command with
 kernel.membarrier_expedited_max_rate = 0 (unlimited), "-limit" at the
 default limit, "-off" with kernel.membarrier_expedited = 0; the library's
 modes run with the limit off (they measure the mechanism), except that
@@ -240,11 +245,15 @@ EOF
 		hm=$(get host-latency.txt "$l" mech)
 		case $l in heavy-auto) name="heavy (auto: $(get guest-latency.txt "$l" mech "$largest"))" ;; *) name=$l ;; esac
 		if [ -n "$hs" ]; then h="n/a"
+		elif [ -z "$h" ]; then h="-"
 		elif [ -n "$hm" ] && [ "${l#heavy-}" != "$l" ] && [ "${l#heavy-}" != auto ] && [ "$hm" != "${l#heavy-}" ]; then
 			h="n/a (got $hm)"
-		else h=$(fmt "$h"); fi
+		else h="$(fmt "$(get host-latency.txt "$l" median_us)") ($(fmt "$h"))"; fi
 		printf '| %s | %s |' "$name" "$h"
-		for n in $vcpus; do printf ' %s |' "$(fmt "$(get guest-latency.txt "$l" mean_us "$n")")"; done
+		for n in $vcpus; do
+			printf ' %s (%s) |' "$(fmt "$(get guest-latency.txt "$l" median_us "$n")")" \
+				"$(fmt "$(get guest-latency.txt "$l" mean_us "$n")")"
+		done
 		printf ' %s |\n' "$(get guest-latency.txt "$l" ipi_per_call "$largest")"
 	done
 	cat <<EOF
@@ -283,8 +292,8 @@ read-side critical section (load a pointer, check the object is alive);
 a writer publishes a new object, waits for a grace period, and poisons
 the old one.  "reads in 10 s" scales the rate to the 2015 table's unit.
 
-| flavour | light side | heavy side | reads/s | reads in 10 s | vs fence | vs compile-time | writes/s | violations | 2015 analogue |
-|---|---|---|---|---|---|---|---|---|---|
+| flavour | light side | heavy side | reads/s | reads in 10 s | ns of CPU per read | vs fence | vs compile-time | writes/s | violations | 2015 analogue |
+|---|---|---|---|---|---|---|---|---|---|---|
 EOF
 	for l in fence compile-time run-time run-time-signal liburcu-memb; do
 		rps=$(median rw.txt "$l" reads_per_s)
@@ -295,15 +304,22 @@ EOF
 		run-time-signal) light="membarrier_light()"; heavy="membarrier_heavy(), signal"; ana="signal-based: 9.83e9" ;;
 		liburcu-memb) light="urcu_memb_read_lock()"; heavy="urcu_memb_synchronize_rcu()"; ana="-" ;;
 		esac
-		printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$l" "$light" \
+		printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$l" "$light" \
 			"$heavy ($(get rw.txt "$l" mech))" "$(sci "$rps")" \
 			"$(sci "$(awk -v x="$rps" 'BEGIN { if (x != "") print x * 10 }')")" \
+			"$(fmt "$(awk -v x="$rps" -v c="$hostcpus" 'BEGIN { if (x != "") print c * 1e9 / x }')")" \
 			"$(ratio "$rps" "$fe" 2)" "$(ratio "$rps" "$ct" 3)" \
 			"$(sci "$(median rw.txt "$l" writes_per_s)")" \
 			"$(awk -v l="$l" '$0 ~ "label=" l " " { split($0, a, "violations="); s += a[2] } END { print s + 0 }' "$d/rw.txt")" \
 			"$ana"
 	done
 	cat <<EOF
+
+"ns of CPU per read" is the host's CPUs divided by the read rate: the
+readers hold nearly all of them (the writers mostly wait).  The run-time
+check costs $(fmt "$chk") ns per read-side critical section (two light barriers,
+each a load, a test and a branch): $(fmt "$(awk -v x="$chk" 'BEGIN { if (x != "") print x / 0.02 }')") ns is the
+critical section it would stay within 2% of.
 
 Every round, as measured (reads/s):
 
@@ -324,8 +340,8 @@ EOF
 Guest with 2 vCPUs: a victim process on CPU 1 counts loop iterations while
 an attacker on CPU 0 calls SHARED_EXPEDITED back to back for $(m dos_seconds) s.
 
-| attacker | victim iterations/s | vs idle | IPIs/s on the victim's CPU | attacker calls/s |
-|---|---|---|---|---|
+| attacker | victim iterations/s | vs idle | function call IPIs/s on the victim's CPU | all its interrupts/s | attacker calls/s |
+|---|---|---|---|---|---|
 EOF
 	for l in idle no-limit default-limit expedited-off; do
 		case $l in
@@ -334,16 +350,17 @@ EOF
 		default-limit) name="SHARED_EXPEDITED, default max_rate ($(get guest-latency.txt guest-kernel default_max_rate)/s)" ;;
 		expedited-off) name="SHARED_EXPEDITED, membarrier_expedited = 0" ;;
 		esac
-		printf '| %s | %s | %s | %s | %s |\n' "$name" "$(sci "$(get dos.txt "$l" victim_ops_per_s)")" \
+		printf '| %s | %s | %s | %s | %s | %s |\n' "$name" "$(sci "$(get dos.txt "$l" victim_ops_per_s)")" \
 			"$(ratio "$(get dos.txt "$l" victim_ops_per_s)" "$idle_ops" 2)" \
-			"$(get dos.txt "$l" victim_ipis_per_s)" "$(get dos.txt "$l" attacker_calls_per_s)"
+			"$(get dos.txt "$l" victim_ipis_per_s)" "$(get dos.txt "$l" victim_irqs_per_s)" \
+			"$(get dos.txt "$l" attacker_calls_per_s)"
 	done
 	cat <<EOF
 
 ## 4. The wrapper's cost
 
 Instructions are user space only, counted by valgrind's callgrind (the
-difference between 200000 and 100000 calls, so start-up does not count):
+difference between 2N and N calls, so start-up does not count):
 repeatable on a noisy machine.  Times are host medians of 5 runs of 10^6 calls.
 
 | call | library membarrier() | raw syscall() |

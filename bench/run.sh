@@ -19,6 +19,7 @@
 #   BENCH_RW_SECONDS [2] BENCH_RW_REPS [3]
 #   BENCH_RW_READERS [6] BENCH_RW_WRITERS [2]  (the 2015 table's)
 #   BENCH_DOS_SECONDS [3]
+#   BENCH_CALLGRIND_CALLS [100000]
 #   BENCH_REPORT [bench-report in the build tree]
 set -u
 top_builddir=$(cd "${top_builddir:-.}" && pwd)
@@ -35,6 +36,7 @@ rw_reps=${BENCH_RW_REPS:-3}
 readers=${BENCH_RW_READERS:-6}
 writers=${BENCH_RW_WRITERS:-2}
 dos_secs=${BENCH_DOS_SECONDS:-3}
+cg_calls=${BENCH_CALLGRIND_CALLS:-100000}
 start=$(date +%s)
 
 progress() {
@@ -155,7 +157,7 @@ grep -q 'violations=[1-9]' "$data/rw.txt" && {
 progress "host: QUERY from the library's cache and from the kernel"
 env -u LIBMEMBARRIER_HEAVY "$b/latency" query 1000000 2>&1 | tee "$data/wrapper.txt" | show
 progress "host: instructions per call (callgrind, user space only)"
-# Per call: the difference between 200000 and 100000 calls, so that
+# Per call: the difference between 2N and N calls, so that
 # start-up does not count.  query-count is linked -no-install: no libtool
 # wrapper script, callgrind sees the program itself.
 total() {
@@ -167,9 +169,9 @@ total() {
 }
 for cmd in query private-expedited; do
 	for how in raw-syscall library; do
-		t1=$(total "$how" "$cmd" 100000) && t2=$(total "$how" "$cmd" 200000) &&
+		t1=$(total "$how" "$cmd" "$cg_calls") && t2=$(total "$how" "$cmd" $((2 * cg_calls))) &&
 			[ -n "$t1" ] && [ -n "$t2" ] &&
-			echo "RESULT label=instr-$cmd-$how instructions=$(((t2 - t1) / 100000))"
+			echo "RESULT label=instr-$cmd-$how instructions=$(((t2 - t1) / cg_calls))"
 	done
 done | tee -a "$data/wrapper.txt" | show
 
