@@ -266,8 +266,8 @@ barrier at all; its row is a raw figure for comparison.
 ### The 2015 measurement, repeated
 
 The 2015 commit that added membarrier(2) measured 1000 non-expedited calls
-at 33 ms per call on an 8-core Xeon E5405.  Here $(m repeat_calls) back-to-back calls each,
-same setup as above:
+at 33 ms per call on an 8-core Xeon E5405.  Here $(m repeat_calls) back-to-back calls each
+(or as many as fit in 60 s), same setup as above, mean per call:
 
 | mechanism | guest, $largest vCPUs: calls, ms per call | host, $hostcpus CPUs: calls, ms per call | vs GLOBAL (guest) |
 |---|---|---|---|

@@ -231,13 +231,13 @@ for m in auto private-expedited shared-expedited global signal fence; do
 done
 echo \$d >\$R
 if [ $n = $largest ]; then
-	\$L global 120 $repeat_calls repeat-global
+	\$L global 60 $repeat_calls repeat-global
 	echo 0 >\$R
-	\$L shared-expedited 120 $repeat_calls repeat-shared-expedited-on
+	\$L shared-expedited 60 $repeat_calls repeat-shared-expedited-on
 	echo \$d >\$R
-	\$L shared-expedited 120 $repeat_calls repeat-shared-expedited-limit
-	\$L global-expedited 120 $repeat_calls repeat-global-expedited
-	\$L private-expedited 120 $repeat_calls repeat-private-expedited
+	\$L shared-expedited 60 $repeat_calls repeat-shared-expedited-limit
+	\$L global-expedited 60 $repeat_calls repeat-global-expedited
+	\$L private-expedited 60 $repeat_calls repeat-private-expedited
 fi
 EOF
 	progress "guest, $n vCPUs: heavy-side latency per mechanism"
