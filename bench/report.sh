@@ -207,7 +207,7 @@ switch on the host, not a hardware interrupt (see "On real hardware").
 
 | figure | value |
 |---|---|
-| read side: library, mode detected at run time, vs mode known at compile time | $(sci "$rt") vs $(sci "$ct") reads/s: ${rt_vs_ct:--}% (goal: at most 2% slower: **$goal_2**) |
+| read side: library, mode detected at run time, vs mode known at compile time | $(sci "$rt") vs $(sci "$ct") reads/s, ${rt_vs_ct:--}% (goal: at most 2% slower: **$goal_2**) |
 | read side: run-time-detected library vs a fence in the reader | $rt_vs_fe x (goal: at least 4 x: **$goal_4**) |
 | read side: run-time-detected library vs liburcu memb | $(ratio "$rt" "$ur" 2) x |
 | heavy side, guest with $largest vCPUs, $(m repeat_calls) calls: GLOBAL vs SHARED_EXPEDITED | $(fmt "$g_global") us vs $(fmt "$g_shared") us per call: $(ratio "$g_global" "$g_shared" 0) x |
@@ -368,6 +368,18 @@ repeatable on a noisy machine.  Times are host medians of 5 runs of 10^6 calls.
 | PRIVATE_EXPEDITED, instructions per call | ${i_pl:--} | ${i_pr:--} |
 | QUERY, instructions per call | ${i_ql:--} | ${i_qr:--} |
 | QUERY, ns per call (library: from its cache; raw: the kernel) | $(fmt "$q_l") | $(fmt "$q_k") |
+
+## Goals
+
+- Run-time-detected light side at most 2% slower than the compile-time
+  one: **$goal_2** (read rate ${rt_vs_ct:--}% against it).  The check in \`membarrier_light()\` is a
+  load of the library's flag, a test and a branch, $(fmt "$chk") ns per critical
+  section here (two light barriers); the critical section of this
+  benchmark, like the 2015 one, is a handful of instructions, so the
+  check is a large share of it.  It would be within 2% for critical
+  sections of $(fmt "$(awk -v x="$chk" 'BEGIN { if (x != "") print x / 0.02 }')") ns or more.
+- Run-time-detected light side at least 4 times the fence-based reader:
+  **$goal_4** ($rt_vs_fe x).
 
 ## On real hardware
 
