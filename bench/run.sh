@@ -16,7 +16,7 @@
 #   BENCH_MAXCALLS [200000]
 #   BENCH_VCPUS ["1 2 4 8"] guest sizes (the patched kernel has NR_CPUS=8)
 #   BENCH_REPEAT_CALLS [1000]  the 2015 measurement's call count
-#   BENCH_RW_SECONDS [2] BENCH_RW_REPS [3]
+#   BENCH_RW_SECONDS [2] BENCH_RW_REPS [5]
 #   BENCH_RW_READERS [6] BENCH_RW_WRITERS [2]  (the 2015 table's)
 #   BENCH_DOS_SECONDS [3]
 #   BENCH_CALLGRIND_CALLS [100000]
@@ -32,7 +32,7 @@ maxcalls=${BENCH_MAXCALLS:-200000}
 vcpus=${BENCH_VCPUS:-1 2 4 8}
 repeat_calls=${BENCH_REPEAT_CALLS:-1000}
 rw_secs=${BENCH_RW_SECONDS:-2}
-rw_reps=${BENCH_RW_REPS:-3}
+rw_reps=${BENCH_RW_REPS:-5}
 readers=${BENCH_RW_READERS:-6}
 writers=${BENCH_RW_WRITERS:-2}
 dos_secs=${BENCH_DOS_SECONDS:-3}
