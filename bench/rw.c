@@ -24,6 +24,10 @@
  * followed or preceded by the light barrier; the writer issues the heavy
  * barrier, advances the counter, waits for every reader whose snapshot is
  * older, and issues the heavy barrier again.
+ *
+ * Besides reads per second, the readers' own CPU time gives nanoseconds
+ * of CPU per read, which does not depend on how much of the machine other
+ * jobs took: the figure to compare on a shared host.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -62,6 +66,7 @@ struct reader {
 	_Alignas(64) unsigned long snap;
 	unsigned long reads;
 	unsigned long bad;
+	double cpu;		/* seconds of CPU time the reader used */
 };
 
 static struct obj pool[NOBJ];
@@ -158,15 +163,25 @@ static void wait_for_go(void)
 		sched_yield();
 }
 
+static double thread_cpu(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 static void *reader_thread(void *arg)
 {
 	struct reader *r = arg;
 	unsigned long n = 0, bad = 0;
+	double cpu0;
 
 #if RW_FLAVOUR == RW_URCU
 	urcu_memb_register_thread();
 #endif
 	wait_for_go();
+	cpu0 = thread_cpu();
 	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
 		struct obj *p;
 
@@ -177,6 +192,7 @@ static void *reader_thread(void *arg)
 		read_unlock(r);
 		n++;
 	}
+	r->cpu = thread_cpu() - cpu0;
 	r->reads = n;
 	r->bad = bad;
 #if RW_FLAVOUR == RW_URCU
@@ -215,7 +231,7 @@ int main(int argc, char **argv)
 	pthread_t th[2 * MAX_THREADS];
 	unsigned long reads = 0, bad = 0, nwrites = 0;
 	int nwriters;
-	double secs, t0, t;
+	double secs, t0, t, cpu = 0;
 	const char *mech;
 
 	if (argc < 4 || argc > 5 || atoi(argv[1]) < 1 || atoi(argv[1]) > MAX_THREADS ||
@@ -266,12 +282,14 @@ int main(int argc, char **argv)
 	for (int i = 0; i < nreaders; i++) {
 		reads += readers[i].reads;
 		bad += readers[i].bad;
+		cpu += readers[i].cpu;
 	}
 	for (int i = 0; i < nwriters; i++)
 		nwrites += writes[i];
 
-	printf("RESULT label=%s flavour=%s mech=%s readers=%d writers=%d seconds=%.2f reads=%lu reads_per_s=%.4g writes=%lu writes_per_s=%.4g violations=%lu\n",
+	printf("RESULT label=%s flavour=%s mech=%s readers=%d writers=%d seconds=%.2f reads=%lu reads_per_s=%.4g reader_cpu_s=%.3f ns_per_read=%.4g writes=%lu writes_per_s=%.4g violations=%lu\n",
 	       argc > 4 ? argv[4] : FLAVOUR, FLAVOUR, mech, nreaders, nwriters, t, reads,
-	       (double)reads / t, nwrites, (double)nwrites / t, bad);
+	       (double)reads / t, cpu, reads ? cpu * 1e9 / (double)reads : 0.0, nwrites,
+	       (double)nwrites / t, bad);
 	return bad != 0;
 }
