@@ -5,7 +5,10 @@
 # into bench-report/report.md and PNG plots in the build tree.
 #
 #   1. heavy-side latency per mechanism, host and guest at 1, 2, 4, 8 vCPUs,
-#      and the 2015 commit's 1000-call measurement at the largest guest;
+#      and the 2015 commit's 1000-call measurement in the largest guest
+#      that has no more vCPUs than the host has CPUs (beyond that, TCG's
+#      vCPU threads queue for the host's CPUs and every IPI waits for a
+#      host time slice, which would make 1000 calls take minutes);
 #   2. the reader/writer table (host);
 #   3. the denial-of-service figure (guest, 2 vCPUs);
 #   4. the wrapper's cost: callgrind instructions and QUERY timings (host).
@@ -16,9 +19,10 @@
 #   BENCH_MAXCALLS [200000]
 #   BENCH_VCPUS ["1 2 4 8"] guest sizes (the patched kernel has NR_CPUS=8)
 #   BENCH_REPEAT_CALLS [1000]  the 2015 measurement's call count
+#   BENCH_REPEAT_VCPUS [see 1. above]
 #   BENCH_RW_SECONDS [2] BENCH_RW_REPS [5]
 #   BENCH_RW_READERS [6] BENCH_RW_WRITERS [2]  (the 2015 table's)
-#   BENCH_DOS_SECONDS [3]
+#   BENCH_DOS_SECONDS [1.5]  per phase; 3 interleaved rounds of 4 phases
 #   BENCH_CALLGRIND_CALLS [100000]
 #   BENCH_REPORT [bench-report in the build tree]
 set -u
@@ -35,8 +39,10 @@ rw_secs=${BENCH_RW_SECONDS:-2}
 rw_reps=${BENCH_RW_REPS:-5}
 readers=${BENCH_RW_READERS:-6}
 writers=${BENCH_RW_WRITERS:-2}
-dos_secs=${BENCH_DOS_SECONDS:-3}
+dos_secs=${BENCH_DOS_SECONDS:-1.5}
 cg_calls=${BENCH_CALLGRIND_CALLS:-100000}
+repeat_vcpus=${BENCH_REPEAT_VCPUS:-$(for n in $vcpus; do echo "$n"; done | sort -n |
+	awk -v c="$(nproc)" 'NR == 1 || $1 <= c { v = $1 } END { print v }')}
 start=$(date +%s)
 
 progress() {
@@ -49,7 +55,7 @@ show() {
 		s = ""
 		for (i = 2; i <= NF; i++) {
 			split($i, kv, "=")
-			if (kv[1] ~ /^(label|calls|mean_us|median_us|ipi_per_call|mech|reads_per_s|violations|victim_ops_per_s|victim_ipis_per_s|attacker_calls_per_s|ns|instructions|skipped)$/)
+			if (kv[1] ~ /^(label|calls|mean_us|median_us|ipi_per_call|mech|reads_per_s|ns_per_read|violations|victim_ops_per_s|victim_ipis_per_s|victim_irqs_per_s|attacker_calls_per_s|ns|instructions|skipped)$/)
 				s = s " " $i
 		}
 		printf "         %s\n", s; fflush()
@@ -66,6 +72,7 @@ need valgrind valgrind
 need callgrind_annotate valgrind
 need qemu-system-x86_64 qemu-system-x86
 need cpio cpio
+need taskset util-linux
 [ -x "${BUSYBOX:-/bin/busybox}" ] || missing="$missing busybox-static"
 [ -f "${LINUX_SOURCE_TARBALL:-/usr/src/linux-source-6.1.tar.xz}" ] ||
 	missing="$missing linux-source-6.1"
@@ -107,6 +114,7 @@ cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
 	echo "latency_maxcalls=$maxcalls"
 	echo "repeat_calls=$repeat_calls"
 	echo "dos_seconds=$dos_secs"
+	echo "repeat_vcpus=$repeat_vcpus"
 	echo "vcpus=$vcpus"
 } >"$data/machine.txt"
 progress "make bench: $(uname -srm), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg); report in $out"
@@ -146,6 +154,17 @@ while [ "$r" -le "$rw_reps" ]; do
 		LIBMEMBARRIER_HEAVY=signal "$b/rw-run-time" "$readers" "$writers" "$rw_secs" run-time-signal
 		"$b/rw-urcu" "$readers" "$writers" "$rw_secs" liburcu-memb
 	} 2>&1 | sed "s/^RESULT /RESULT round=$r /" | tee -a "$data/rw.txt" | show
+	r=$((r + 1))
+done
+# The light side alone: one reader pinned to a CPU, no writer, so no heavy
+# barrier and no other reader shares its CPU.
+last_cpu=$(($(nproc) - 1))
+progress "host: one reader alone on CPU $last_cpu, no writer, 1 s x $rw_reps rounds per flavour"
+r=1
+while [ "$r" -le "$rw_reps" ]; do
+	for f in fence compile-time run-time; do
+		taskset -c "$last_cpu" env -u LIBMEMBARRIER_HEAVY "$b/rw-$f" 1 0 1 "alone-$f"
+	done 2>&1 | sed "s/^RESULT /RESULT round=$r /" | tee -a "$data/rw.txt" | show
 	r=$((r + 1))
 done
 grep -q 'violations=[1-9]' "$data/rw.txt" && {
@@ -189,7 +208,6 @@ for p in latency dos; do
 		-I"$top_srcdir/bench" -o "$tmp/bench/$p" "$top_srcdir/bench/$p.c" \
 		"$top_srcdir"/libmembarrier/*.c || { echo "make bench: cannot build $p statically" >&2; exit 1; }
 done
-largest=$(echo $vcpus | tr ' ' '\n' | sort -n | tail -n 1)
 
 # guest N TIMEOUT SCRIPT OUTFILE: boot with N vCPUs, run SCRIPT, keep the
 # RESULT lines (tagged with vcpus=N) and show them as they come.
@@ -230,7 +248,7 @@ for m in auto private-expedited shared-expedited global signal fence; do
 	LIBMEMBARRIER_HEAVY=\$m \$L heavy $secs $maxcalls heavy-\$m
 done
 echo \$d >\$R
-if [ $n = $largest ]; then
+if [ $n = $repeat_vcpus ]; then
 	\$L global 60 $repeat_calls repeat-global
 	echo 0 >\$R
 	\$L shared-expedited 60 $repeat_calls repeat-shared-expedited-on
@@ -245,18 +263,22 @@ EOF
 done
 
 # ### 3. Denial of service (guest, 2 vCPUs) ###################################
+# Three rounds of the four phases, interleaved, so that a change in the
+# host's load does not land on one phase only; the report takes medians.
 cat >"$tmp/guest-dos.sh" <<EOF
 E=/proc/sys/kernel/membarrier_expedited
 R=/proc/sys/kernel/membarrier_expedited_max_rate
 d=\$(cat \$R)
-/bench/dos idle $dos_secs idle
-echo 0 >\$R
-/bench/dos attack $dos_secs no-limit
-echo \$d >\$R
-/bench/dos attack $dos_secs default-limit
-echo 0 >\$E
-/bench/dos attack $dos_secs expedited-off
-echo 1 >\$E
+for round in 1 2 3; do
+	/bench/dos idle $dos_secs idle
+	echo 0 >\$R
+	/bench/dos attack $dos_secs no-limit
+	echo \$d >\$R
+	/bench/dos attack $dos_secs default-limit
+	echo 0 >\$E
+	/bench/dos attack $dos_secs expedited-off
+	echo 1 >\$E
+done
 EOF
 progress "guest, 2 vCPUs: a victim's throughput and IPIs under a SHARED_EXPEDITED loop"
 : >"$data/dos.txt"
