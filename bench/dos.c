@@ -3,11 +3,13 @@
  * dos: what a process looping on MEMBARRIER_CMD_SHARED_EXPEDITED costs an
  * unrelated process.
  *
- *   dos idle|attack SECONDS LABEL
+ *   dos idle|busy|attack SECONDS LABEL
  *
  * A victim process, pinned to CPU 1, counts loop iterations in user space;
- * this process, pinned to CPU 0, either sleeps (idle: the baseline) or
- * calls SHARED_EXPEDITED back to back (attack) for SECONDS.  Prints the
+ * this process, pinned to CPU 0, sleeps (idle), spins in user space (busy:
+ * the baseline under TCG, where a busy vCPU takes a host CPU from the
+ * victim's vCPU even without an IPI) or calls SHARED_EXPEDITED back to
+ * back (attack) for SECONDS.  Prints the
  * victim's iterations per second, the function call IPIs (CAL row of
  * /proc/interrupts) and all the interrupts (timer, other IPIs...) CPU 1
  * received per second, and the attacker's calls per second.  What the
@@ -50,15 +52,16 @@ int main(int argc, char **argv)
 	unsigned long v0, v1;
 	long calls = 0;
 	double secs, t0, t;
-	int attack, ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	int attack, busy, ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
 	pid_t pid;
 
-	if (argc != 4 || (strcmp(argv[1], "idle") != 0 && strcmp(argv[1], "attack") != 0) ||
-	    atof(argv[2]) <= 0) {
-		fprintf(stderr, "usage: dos idle|attack SECONDS LABEL\n");
+	if (argc != 4 || (strcmp(argv[1], "idle") != 0 && strcmp(argv[1], "busy") != 0 &&
+			  strcmp(argv[1], "attack") != 0) || atof(argv[2]) <= 0) {
+		fprintf(stderr, "usage: dos idle|busy|attack SECONDS LABEL\n");
 		return 2;
 	}
 	attack = strcmp(argv[1], "attack") == 0;
+	busy = strcmp(argv[1], "busy") == 0;
 	secs = atof(argv[2]);
 	if (ncpu < 2 || ncpu > BENCH_MAX_CPUS || bench_read_cal(before, ncpu) != 0) {
 		printf("RESULT label=%s skipped=needs-2-cpus-and-a-CAL-row\n", argv[3]);
@@ -91,6 +94,9 @@ int main(int argc, char **argv)
 			}
 			calls++;
 		} while ((t = bench_now()) - t0 < secs);
+	} else if (busy) {
+		while (bench_now() - t0 < secs)
+			;
 	} else {
 		usleep((useconds_t)(secs * 1e6));
 	}

@@ -68,6 +68,11 @@ ratio() {
 	}'
 }
 
+# sig VALUE: 3 significant digits, or "-".
+sig() {
+	awk -v x="$1" 'BEGIN { if (x == "") print "-"; else printf "%.3g\n", x }'
+}
+
 sci() {
 	awk -v x="$1" 'BEGIN { if (x == "") print "-"; else printf "%.3g\n", x }'
 }
@@ -102,8 +107,9 @@ for l in fence compile-time run-time run-time-signal liburcu-memb; do
 done >"$d/plot-rw.dat"
 
 idle_ops=$(median dos.txt idle victim_ops_per_s)
-for l in idle no-limit default-limit expedited-off; do
-	echo "$l $(ratio "$(median dos.txt "$l" victim_ops_per_s)" "$idle_ops" 3 | sed 's/^-$/NaN/') $(median dos.txt "$l" victim_ipis_per_s)"
+busy_ops=$(median dos.txt busy victim_ops_per_s)
+for l in idle busy no-limit default-limit expedited-off; do
+	echo "$l $(ratio "$(median dos.txt "$l" victim_ops_per_s)" "$busy_ops" 3 | sed 's/^-$/NaN/') $(median dos.txt "$l" victim_ipis_per_s)"
 done >"$d/plot-dos.dat"
 
 if gnuplot -e 'set terminal pngcairo' >/dev/null 2>&1; then
@@ -127,6 +133,8 @@ set ylabel "microseconds per call"
 set grid
 set key outside right top vertical
 set key autotitle columnhead
+set arrow 1 from $hostcpus * 1.4, graph 0 to $hostcpus * 1.4, graph 1 nohead dt 2 lc rgb "gray40"
+set label 1 "more vCPUs than\nthe host's $hostcpus CPUs" at $hostcpus * 1.5, graph 0.1 left textcolor rgb "gray40"
 set title "kernel commands (raw), and the mprotect trick"
 plot for [i=2:$((ncol_k + 1))] '$d/plot-kernel.dat' using 1:i with linespoints lw 2 pt (i + 3)
 set title "the library's membarrier_heavy(), per LIBMEMBARRIER_HEAVY"
@@ -134,6 +142,8 @@ plot for [i=2:$((ncol_l + 1))] '$d/plot-library.dat' using 1:i with linespoints 
 unset multiplot
 
 set output '$dir/rw.png'
+unset arrow
+unset label
 unset logscale
 set autoscale
 unset xrange
@@ -143,6 +153,7 @@ set title "reader/writer (host, $hostcpus CPUs): $(m rw_readers) readers, $(m rw
 set style fill solid 0.7 border -1
 set xrange [-0.6:4.6]
 set boxwidth 0.6
+set offsets 0, 0, graph 0.1, 0
 set key noautotitle
 set key off
 set xlabel ""
@@ -152,9 +163,9 @@ plot '$d/plot-rw.dat' using 0:2:xtic(1) with boxes lc rgb "#4477aa", \
      '' using 0:2:(sprintf("%.3g", \$2)) with labels offset 0,1
 unset logscale
 set title "denial of service: the victim's throughput (guest, 2 vCPUs),\nmedian of 3 rounds, with the IPIs it took"
-set ylabel "victim loop iterations, fraction of idle"
-set yrange [0:1.3]
-set xrange [-0.6:3.6]
+set ylabel "victim loop iterations, fraction of busy"
+set yrange [0:*]
+set xrange [-0.6:4.6]
 plot '$d/plot-dos.dat' using 0:2:xtic(1) with boxes lc rgb "#cc6677", \
      '' using 0:2:(sprintf("%.2f, %.0f IPI/s", \$2, \$3)) with labels offset 0,1
 unset multiplot
@@ -217,12 +228,12 @@ switch on the host, not a hardware interrupt (see "On real hardware").
 | figure | value |
 |---|---|
 | read side: library, mode detected at run time, vs mode known at compile time | $(fmt "$rt") vs $(fmt "$ct") ns of CPU per read: read rate ${rt_vs_ct:--}% (goal: at most 2% slower: **$goal_2**) |
-| the same, one reader alone on a CPU, no writer | $(fmt "$art") vs $(fmt "$act") ns: read rate ${art_vs_act:--}% (**$goal_2a**) |
+| the same, one reader pinned to a CPU, no writer | $(fmt "$art") vs $(fmt "$act") ns: read rate ${art_vs_act:--}% (**$goal_2a**) |
 | read side: run-time-detected library vs a fence in the reader | $rt_vs_fe x the read rate (goal: at least 4 x: **$goal_4**) |
 | read side: run-time-detected library vs liburcu memb | $(ratio "$ur" "$rt" 2) x the read rate |
 | heavy side, guest with $rv vCPUs, $(m repeat_calls) calls: GLOBAL vs SHARED_EXPEDITED | $(fmt "$g_global") us vs $(fmt "$g_shared") us per call: $(ratio "$g_global" "$g_shared" 0) x |
 | heavy side, same: GLOBAL vs PRIVATE_EXPEDITED | $(ratio "$g_global" "$g_private" 0) x |
-| victim's throughput under a SHARED_EXPEDITED loop, vs idle: no limit / default limit / expedited off | $(ratio "$dos_nl" "$idle_ops" 2) / $(ratio "$dos_dl" "$idle_ops" 2) / $(ratio "$dos_off" "$idle_ops" 2) |
+| victim's throughput under a SHARED_EXPEDITED loop, vs a neighbour spinning in user space: no limit / default limit / expedited off | $(ratio "$dos_nl" "$busy_ops" 2) / $(ratio "$dos_dl" "$busy_ops" 2) / $(ratio "$dos_off" "$busy_ops" 2) |
 | membarrier(PRIVATE_EXPEDITED) through the library vs raw syscall() | ${i_pl:--} vs ${i_pr:--} user-space instructions per call |
 | QUERY from the library's cache vs from the kernel | $(fmt "$q_l") ns vs $(fmt "$q_k") ns: $(ratio "$q_k" "$q_l" 0) x faster |
 
@@ -245,7 +256,8 @@ the mean shows).  "shared-expedited-on" is the command with
 kernel.membarrier_expedited_max_rate = 0 (unlimited), "-limit" at the
 default limit, "-off" with kernel.membarrier_expedited = 0; the library's
 modes run with the limit off (they measure the mechanism), except that
-"heavy-shared-expedited" at the limit would look like "-limit".
+"heavy-shared-expedited" at the limit would look like "-limit".  With one
+CPU every kernel command returns at once: there is no other CPU to order.
 
 EOF
 	printf '| mechanism | host, %s CPUs |' "$hostcpus"
@@ -292,8 +304,8 @@ EOF
 		hc=$(get host-repeat.txt "repeat-$l" calls)
 		hmu=$(get host-repeat.txt "repeat-$l" mean_us)
 		printf '| %s | %s, %s | %s, %s | %s |\n' "$l" "${gc:--}" \
-			"$(fmt "$(awk -v x="$gm" 'BEGIN { if (x != "") print x / 1000 }')")" \
-			"${hc:--}" "$(fmt "$(awk -v x="$hmu" 'BEGIN { if (x != "") print x / 1000 }')")" \
+			"$(sig "$(awk -v x="$gm" 'BEGIN { if (x != "") print x / 1000 }')")" \
+			"${hc:--}" "$(sig "$(awk -v x="$hmu" 'BEGIN { if (x != "") print x / 1000 }')")" \
 			"$(ratio "$g_global" "$gm" 0)"
 	done
 	cat <<EOF
@@ -332,8 +344,12 @@ EOF
 	done
 	cat <<EOF
 
-One reader alone on a CPU (pinned, no writer, no other reader sharing
-its CPU), $(m rw_reps) rounds of 1 s:
+"run-time" and "run-time-signal" run the same reader code (only the
+writers' heavy barrier differs), so the gap between them is a measure of
+this run's noise.
+
+One reader pinned to a CPU, no writer (other jobs on the host may still
+share its core), $(m rw_reps) rounds of 1 s:
 
 | flavour | ns of CPU per read | read rate vs fence | vs compile-time |
 |---|---|---|---|
@@ -359,24 +375,45 @@ EOF
 
 Guest with 2 vCPUs: a victim process on CPU 1 counts loop iterations while
 an attacker on CPU 0 calls SHARED_EXPEDITED back to back for $(m dos_seconds) s; three
-rounds of the four phases, interleaved, medians.
+rounds of the five phases, interleaved, medians.  Under TCG a vCPU that
+runs anything takes a host CPU that the victim's vCPU thread could have
+had, so the baseline for the attack is a neighbour that only spins in
+user space ("busy"), not an idle one: the victim's loss beyond "busy" is
+what the attack's IPIs and system calls cost it.
 
-| attacker | victim iterations/s | vs idle | function call IPIs/s on the victim's CPU | all its interrupts/s | attacker calls/s |
-|---|---|---|---|---|---|
+| attacker | victim iterations/s | vs idle | vs busy | function call IPIs/s on the victim's CPU | all its interrupts/s | attacker calls/s |
+|---|---|---|---|---|---|---|
 EOF
-	for l in idle no-limit default-limit expedited-off; do
+	for l in idle busy no-limit default-limit expedited-off; do
 		case $l in
-		idle) name="none (idle baseline)" ;;
+		idle) name="none (idle)" ;;
+		busy) name="a loop in user space (the baseline)" ;;
 		no-limit) name="SHARED_EXPEDITED, max_rate = 0 (no limit)" ;;
 		default-limit) name="SHARED_EXPEDITED, default max_rate ($(get guest-latency.txt guest-kernel default_max_rate)/s)" ;;
 		expedited-off) name="SHARED_EXPEDITED, membarrier_expedited = 0" ;;
 		esac
-		printf '| %s | %s | %s | %s | %s | %s |\n' "$name" "$(sci "$(median dos.txt "$l" victim_ops_per_s)")" \
+		printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$name" "$(sci "$(median dos.txt "$l" victim_ops_per_s)")" \
 			"$(ratio "$(median dos.txt "$l" victim_ops_per_s)" "$idle_ops" 2)" \
+			"$(ratio "$(median dos.txt "$l" victim_ops_per_s)" "$busy_ops" 2)" \
 			"$(median dos.txt "$l" victim_ipis_per_s)" "$(median dos.txt "$l" victim_irqs_per_s)" \
 			"$(median dos.txt "$l" attacker_calls_per_s)"
 	done
 	cat <<EOF
+
+Each phase as measured, in order:
+
+| round | attacker | victim iterations/s | IPIs/s | attacker calls/s |
+|---|---|---|---|---|
+$(awk '/^RESULT / {
+	delete kv
+	for (i = 2; i <= NF; i++) { p = index($i, "="); kv[substr($i, 1, p - 1)] = substr($i, p + 1) }
+	if (kv["label"] == "idle") rd++
+	printf "| %d | %s | %.3g | %s | %s |\n", rd, kv["label"], kv["victim_ops_per_s"], kv["victim_ipis_per_s"], kv["attacker_calls_per_s"]
+}' "$d/dos.txt")
+
+With no limit, the attacker's rate is bounded by how soon the host runs
+the victim's vCPU thread to take each IPI: when other jobs hold the
+host's CPUs it drops by an order of magnitude.
 
 ## 4. The wrapper's cost
 
@@ -394,7 +431,7 @@ repeatable on a noisy machine.  Times are host medians of 5 runs of 10^6 calls.
 
 - Run-time-detected light side at most 2% slower than the compile-time
   one: **$goal_2** in the reader/writer table (read rate ${rt_vs_ct:--}% against
-  it), **$goal_2a** with one reader alone on a CPU (${art_vs_act:--}%).  The check
+  it), **$goal_2a** with one reader pinned to a CPU (${art_vs_act:--}%).  The check
   in \`membarrier_light()\` is a load of the library's flag, a test and a
   branch per light barrier, two per critical section: $(fmt "$chk") ns and
   $(fmt "$achk") ns per critical section here.  This benchmark's critical
