@@ -217,6 +217,7 @@ denial of service $(m dos_seconds) s per phase (bench/run.sh says how to change 
 | host | $(m host_cpu), $hostcpus CPUs, $(m host_kernel) |
 | host load average (1, 5, 15 min) | $(m load_start) at the start, $(m load_end) at the end |
 | guest | linux $gkernel with the SHARED_EXPEDITED series, $(m qemu), TCG (no KVM), 256 MB, $(echo $vcpus | sed 's/ /, /g') vCPUs |
+| guest clocksource (at boot, at the end), per vCPU count | $(for n in $vcpus; do printf '%s: %s, %s; ' "$n" "$(get guest-latency.txt guest-kernel clocksource "$n")" "$(get guest-latency.txt guest-clocksource-end clocksource "$n")"; done | sed 's/; $//') |
 | guest sysctl defaults | kernel.membarrier_expedited = $(get guest-latency.txt guest-kernel default_expedited), kernel.membarrier_expedited_max_rate = $(get guest-latency.txt guest-kernel default_max_rate) |
 
 Compare figures as ratios within this run: the host is shared, and the
@@ -233,7 +234,8 @@ switch on the host, not a hardware interrupt (see "On real hardware").
 | read side: run-time-detected library vs liburcu memb | $(ratio "$ur" "$rt" 2) x the read rate |
 | heavy side, guest with $rv vCPUs, $(m repeat_calls) calls: GLOBAL vs SHARED_EXPEDITED | $(fmt "$g_global") us vs $(fmt "$g_shared") us per call: $(ratio "$g_global" "$g_shared" 0) x |
 | heavy side, same: GLOBAL vs PRIVATE_EXPEDITED | $(ratio "$g_global" "$g_private" 0) x |
-| victim's throughput under a SHARED_EXPEDITED loop, vs a neighbour spinning in user space: no limit / default limit / expedited off | $(ratio "$dos_nl" "$busy_ops" 2) / $(ratio "$dos_dl" "$busy_ops" 2) / $(ratio "$dos_off" "$busy_ops" 2) |
+| IPIs/s a victim's CPU takes from a SHARED_EXPEDITED loop: no limit / default limit / expedited off | $(median dos.txt no-limit victim_ipis_per_s) / $(median dos.txt default-limit victim_ipis_per_s) / $(median dos.txt expedited-off victim_ipis_per_s) |
+| the victim's throughput then, vs a neighbour spinning in user space: no limit / default limit / expedited off | $(ratio "$dos_nl" "$busy_ops" 2) / $(ratio "$dos_dl" "$busy_ops" 2) / $(ratio "$dos_off" "$busy_ops" 2) |
 | membarrier(PRIVATE_EXPEDITED) through the library vs raw syscall() | ${i_pl:--} vs ${i_pr:--} user-space instructions per call |
 | QUERY from the library's cache vs from the kernel | $(fmt "$q_l") ns vs $(fmt "$q_k") ns: $(ratio "$q_k" "$q_l" 0) x faster |
 
@@ -413,7 +415,10 @@ $(awk '/^RESULT / {
 
 With no limit, the attacker's rate is bounded by how soon the host runs
 the victim's vCPU thread to take each IPI: when other jobs hold the
-host's CPUs it drops by an order of magnitude.
+host's CPUs it drops by an order of magnitude.  The victim's throughput
+under TCG follows the host's CPU contention more than the IPIs (compare
+"idle" and "busy"); the IPI rates are the robust figure: the limit and
+the knob bound them whatever the host does.
 
 ## 4. The wrapper's cost
 

@@ -230,7 +230,8 @@ for n in $vcpus; do
 E=/proc/sys/kernel/membarrier_expedited
 R=/proc/sys/kernel/membarrier_expedited_max_rate
 L="/bench/latency"
-echo "RESULT label=guest-kernel release=\$(uname -r) default_max_rate=\$(cat \$R) default_expedited=\$(cat \$E)"
+C=/sys/devices/system/clocksource/clocksource0/current_clocksource
+echo "RESULT label=guest-kernel release=\$(uname -r) default_max_rate=\$(cat \$R) default_expedited=\$(cat \$E) clocksource=\$(cat \$C)"
 d=\$(cat \$R)
 \$L global $secs $maxcalls global
 echo 0 >\$R
@@ -257,6 +258,7 @@ if [ $n = $repeat_vcpus ]; then
 	\$L global-expedited 60 $repeat_calls repeat-global-expedited
 	\$L private-expedited 60 $repeat_calls repeat-private-expedited
 fi
+echo "RESULT label=guest-clocksource-end clocksource=\$(cat \$C)"
 EOF
 	progress "guest, $n vCPUs: heavy-side latency per mechanism"
 	guest "$n" 900 "$tmp/guest-latency.sh" "$data/guest-latency.txt"
