@@ -87,7 +87,9 @@ if [ -n "$missing" ]; then
 	missing=$(echo $missing | tr ' ' '\n' | sort -u | tr '\n' ' ')
 	echo "make bench: missing packages: $missing" >&2
 	echo "make bench: install them with: apt-get install $missing" >&2
-	echo "make bench: (after installing liburcu-dev, re-run configure)" >&2
+	case " $missing " in
+	*" liburcu-dev "*) echo "make bench: then re-run configure, which looks for liburcu-dev" >&2 ;;
+	esac
 	exit 1
 fi
 
