@@ -22,7 +22,7 @@
 #   BENCH_REPEAT_VCPUS [see 1. above]
 #   BENCH_RW_SECONDS [2] BENCH_RW_REPS [5]
 #   BENCH_RW_READERS [6] BENCH_RW_WRITERS [2]  (the 2015 table's)
-#   BENCH_DOS_SECONDS [1.5]  per phase; 3 interleaved rounds of 5 phases
+#   BENCH_DOS_SECONDS [1.5]  per phase; 3 interleaved rounds of 6 phases
 #   BENCH_CALLGRIND_CALLS [100000]
 #   BENCH_REPORT [bench-report in the build tree]
 set -u
@@ -280,6 +280,7 @@ for round in 1 2 3; do
 	/bench/dos attack $dos_secs no-limit
 	echo \$d >\$R
 	/bench/dos attack $dos_secs default-limit
+	/bench/dos attack $dos_secs default-limit-8-threads 8
 	echo 0 >\$E
 	/bench/dos attack $dos_secs expedited-off
 	echo 1 >\$E
