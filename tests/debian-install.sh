@@ -154,6 +154,7 @@ flock -u 8
 # test suite, which tests/run-all.sh runs in stages of its own; this test
 # is about the packages.
 version=$(dpkg-parsechangelog -l "$top/debian/changelog" -S Version)
+version=${version#*:}	# as in the file names: no epoch
 upstream=${version%-*}
 mkdir "$work/dist" &&
 	(cd "$work/dist" && "$top/configure" -q --disable-guest-tests && make -s dist) \
