@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,9 +18,11 @@
 #include "testlib.h"
 
 static volatile int stop;
+static int running;
 
 static void *busy(void *arg)
 {
+	__atomic_fetch_add(&running, 1, __ATOMIC_RELEASE);
 	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
 		if (arg)
 			(void)membarrier_heavy();
@@ -97,6 +100,14 @@ static int run(const char *mechanism)
 	pthread_create(&t[0], NULL, busy, NULL);
 	pthread_create(&t[1], NULL, busy, NULL);
 	pthread_create(&t[2], NULL, busy, (void *)1);	/* heavy barriers under way */
+	/*
+	 * Fork only once the three run their loops: that is the case under
+	 * test.  A fork while a thread is still starting is not, and under
+	 * ASan it can copy the allocator's lock held by the starting thread
+	 * into the child, whose own threads then block on it forever.
+	 */
+	while (__atomic_load_n(&running, __ATOMIC_ACQUIRE) < 3)
+		sched_yield();
 	for (int i = 0; i < 20; i++) {
 		ret = fork_and_wait(query, &st);
 		if (ret != 0)

@@ -1,11 +1,12 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# Every test of the project: the test suite in a -Werror build (host tests,
-# man-page checks, and the guest tests that boot the patched kernels in
-# QEMU), the host tests under ASan+UBSan and under TSan, then make
-# distcheck.  Builds go to _build/, the kernels to kernel/build.sh's cache.
-# Ends with a table of how long each stage took and "N passed, N failed"
-# summed over all runs.
+# Every test of the project: the Debian packages installed and purged in a
+# bookworm chroot, the test suite in a -Werror build (host tests, man-page
+# checks, and the guest tests that boot the patched kernels in QEMU), the
+# host tests under ASan+UBSan and under TSan, then make distcheck.  Builds
+# go to _build/, the kernels and the chroot to the cache of kernel/build.sh
+# and tests/debian-install.sh.  Ends with a table of how long each stage
+# took and "N passed, N failed" summed over all runs.
 #
 # The tests run one at a time (make check without -j): the litmus tests
 # need both threads on a CPU at once, each round, and a kernel build or a
@@ -58,7 +59,34 @@ run() {
 	took "$name"
 }
 
-# The two guest kernels first, with all the CPUs to themselves (cached:
+# The Debian packages: built from the make dist tarball, linted, then in a
+# bookworm chroot (cached) installed beside manpages-dev, used, and purged
+# (tests/debian-install.sh, TAP).  It needs root; as a user it runs under
+# sudo, first, while sudo still has the password the README's apt-get
+# line gave it.  The cache directory is made here, as this user, because
+# kernel/build.sh keeps its kernels there too.
+echo "== debian"
+cache=${LIBMEMBARRIER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/libmembarrier}
+mkdir -p _build "$cache"
+if [ "$(id -u)" = 0 ] || ! command -v sudo >/dev/null; then
+	tests/debian-install.sh
+else
+	sudo env LIBMEMBARRIER_REQUIRE_GUEST=1 LIBMEMBARRIER_CACHE="$cache" \
+		TMPDIR="${TMPDIR:-/tmp}" tests/debian-install.sh
+fi >_build/debian.log 2>&1
+rc=$?
+grep -E '^(not ok|Bail out!)' _build/debian.log
+set -- $(awk '/^ok /{p++} /^(not ok |Bail out!)/{f++} END{print p+0, f+0}' _build/debian.log)
+echo "# debian: $1 ok, $2 not ok (_build/debian.log)"
+passed=$((passed + $1))
+failed=$((failed + $2))
+if [ $rc -ne 0 ]; then
+	status=1
+	[ "$2" -gt 0 ] || failed=$((failed + 1))
+fi
+took debian
+
+# The two guest kernels next, with all the CPUs to themselves (cached:
 # seconds when nothing changed, about 5 minutes each on 2 cores if not).
 echo "== kernels"
 for variant in patched nomembarrier; do
