@@ -1,33 +1,300 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# make bench: the wrapper's cost and heavy-barrier latency per mechanism on
-# this machine.  Times are medians of 5 runs in one go; compare them as
-# ratios, the machine is shared.  Instruction counts come from callgrind
-# where valgrind is installed (repeatable on a noisy machine).
+# make bench: every figure of the report, measured in one run, on the host
+# and in QEMU guests on the patched kernel, then bench/report.sh turns them
+# into bench-report/report.md and PNG plots in the build tree.
+#
+#   1. heavy-side latency per mechanism, host and guest at 1, 2, 4, 8 vCPUs,
+#      and the 2015 commit's 1000-call measurement in the largest guest
+#      that has no more vCPUs than the host has CPUs (beyond that, TCG's
+#      vCPU threads queue for the host's CPUs and every IPI waits for a
+#      host time slice, which would make 1000 calls take minutes);
+#   2. the reader/writer table (host);
+#   3. the denial-of-service figure (guest, 2 vCPUs);
+#   4. the wrapper's cost: callgrind instructions and QUERY timings (host).
+#
+# Environment (defaults in brackets, sized for a full run in well under 20
+# minutes on 2 host cores, where TCG runs the guests):
+#   BENCH_SECONDS [1]       per latency measurement (or BENCH_MAXCALLS calls)
+#   BENCH_MAXCALLS [200000]
+#   BENCH_VCPUS ["1 2 4 8"] guest sizes (the patched kernel has NR_CPUS=8)
+#   BENCH_REPEAT_CALLS [1000]  the 2015 measurement's call count
+#   BENCH_REPEAT_VCPUS [see 1. above]
+#   BENCH_RW_SECONDS [2] BENCH_RW_REPS [5]
+#   BENCH_RW_READERS [6] BENCH_RW_WRITERS [2]  (the 2015 table's)
+#   BENCH_DOS_SECONDS [1.5]  per phase; 3 interleaved rounds of 6 phases
+#   BENCH_CALLGRIND_CALLS [100000]
+#   BENCH_REPORT [bench-report in the build tree]
 set -u
-b=${top_builddir:-.}/bench
-seccomp=${top_builddir:-.}/tests/seccomp-run
-echo "# machine: $(uname -srm), $(nproc) CPUs"
-echo "# what calls ns/call (instructions/call for *-instructions, user space only)"
-env -u LIBMEMBARRIER_HEAVY "$b/latency" query 1000000
-env -u LIBMEMBARRIER_HEAVY "$b/latency" heavy 20000
-LIBMEMBARRIER_HEAVY=signal "$b/latency" heavy 20000
-LIBMEMBARRIER_HEAVY=fence "$b/latency" heavy 1000000
-LIBMEMBARRIER_HEAVY=global "$b/latency" heavy 50
-"$seccomp" ENOSYS env -u LIBMEMBARRIER_HEAVY "$b/latency" heavy 20000 | sed 's/^heavy-/seccomp-enosys-heavy-/'
-if command -v valgrind >/dev/null 2>&1; then
-	out=$(mktemp -d)
-	# Per call: the difference between 200000 and 100000 calls, so that
-	# start-up does not count.
-	total() {
-		valgrind --tool=callgrind --callgrind-out-file="$out/cg" \
-			"$b/query-count" "$1" "$2" >/dev/null 2>&1
-		callgrind_annotate "$out/cg" 2>/dev/null |
-			awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}'
-	}
-	for what in raw-syscall library; do
-		t1=$(total "$what" 100000); t2=$(total "$what" 200000)
-		echo "query-$what-instructions 100000 $(( (t2 - t1) / 100000 ))"
-	done
-	rm -rf "$out"
+top_builddir=$(cd "${top_builddir:-.}" && pwd)
+top_srcdir=$(cd "${top_srcdir:-$(dirname "$0")/..}" && pwd)
+CC=${CC:-gcc}
+b=$top_builddir/bench
+out=${BENCH_REPORT:-$top_builddir/bench-report}
+secs=${BENCH_SECONDS:-1}
+maxcalls=${BENCH_MAXCALLS:-200000}
+vcpus=${BENCH_VCPUS:-1 2 4 8}
+repeat_calls=${BENCH_REPEAT_CALLS:-1000}
+rw_secs=${BENCH_RW_SECONDS:-2}
+rw_reps=${BENCH_RW_REPS:-5}
+readers=${BENCH_RW_READERS:-6}
+writers=${BENCH_RW_WRITERS:-2}
+dos_secs=${BENCH_DOS_SECONDS:-1.5}
+cg_calls=${BENCH_CALLGRIND_CALLS:-100000}
+repeat_vcpus=${BENCH_REPEAT_VCPUS:-$(for n in $vcpus; do echo "$n"; done | sort -n |
+	awk -v c="$(nproc)" 'NR == 1 || $1 <= c { v = $1 } END { print v }')}
+start=$(date +%s)
+
+progress() {
+	printf '[%4ss] %s\n' $(($(date +%s) - start)) "$*"
+}
+
+# A result line, short, for the progress output.
+show() {
+	awk '/^RESULT / {
+		s = ""
+		for (i = 2; i <= NF; i++) {
+			split($i, kv, "=")
+			if (kv[1] ~ /^(label|calls|mean_us|median_us|ipi_per_call|mech|reads_per_s|ns_per_read|violations|victim_ops_per_s|victim_ipis_per_s|victim_irqs_per_s|attacker_calls_per_s|ns|instructions|skipped)$/)
+				s = s " " $i
+		}
+		printf "         %s\n", s; fflush()
+	}'
+}
+
+# ### Prerequisites: say which package is missing, then stop #################
+missing=
+need() { # COMMAND PACKAGE
+	command -v "$1" >/dev/null 2>&1 || missing="$missing $2"
+}
+need gnuplot gnuplot-nox
+need valgrind valgrind
+need callgrind_annotate valgrind
+need qemu-system-x86_64 qemu-system-x86
+need cpio cpio
+need taskset util-linux
+[ -x "${BUSYBOX:-/bin/busybox}" ] || missing="$missing busybox-static"
+[ -f "${LINUX_SOURCE_TARBALL:-/usr/src/linux-source-6.1.tar.xz}" ] ||
+	missing="$missing linux-source-6.1"
+if [ ! -x "$b/rw-urcu" ]; then
+	if pkg-config --exists liburcu-memb 2>/dev/null; then
+		echo "make bench: liburcu-dev is installed, but configure ran before it was: re-run configure" >&2
+		exit 1
+	fi
+	missing="$missing liburcu-dev"
 fi
+if [ -n "$missing" ]; then
+	missing=$(echo $missing | tr ' ' '\n' | sort -u | tr '\n' ' ')
+	echo "make bench: missing packages: $missing" >&2
+	echo "make bench: install them with: apt-get install $missing" >&2
+	case " $missing " in
+	*" liburcu-dev "*) echo "make bench: then re-run configure, which looks for liburcu-dev" >&2 ;;
+	esac
+	exit 1
+fi
+
+rm -rf "$out"
+mkdir -p "$out/data" || exit 1
+data=$out/data
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/bench.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+failed=0
+
+cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
+{
+	echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
+	echo "host_kernel=$(uname -srm)"
+	echo "host_cpu=${cpu_model:-unknown}"
+	echo "host_cpus=$(nproc)"
+	echo "load_start=$(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "qemu=$(qemu-system-x86_64 --version | head -n 1)"
+	echo "rw_readers=$readers"
+	echo "rw_writers=$writers"
+	echo "rw_seconds=$rw_secs"
+	echo "rw_reps=$rw_reps"
+	echo "latency_seconds=$secs"
+	echo "latency_maxcalls=$maxcalls"
+	echo "repeat_calls=$repeat_calls"
+	echo "dos_seconds=$dos_secs"
+	echo "repeat_vcpus=$repeat_vcpus"
+	echo "vcpus=$vcpus"
+} >"$data/machine.txt"
+progress "make bench: $(uname -srm), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg); report in $out"
+
+# ### 1. Heavy-side latency on the host #####################################
+progress "host: heavy-side latency per mechanism, ${secs}s or $maxcalls calls each"
+lat() { # MECH LABEL [env...]
+	mech=$1 label=$2
+	shift 2
+	env "$@" "$b/latency" "$mech" "$secs" "$maxcalls" "$label"
+}
+{
+	lat global global -u LIBMEMBARRIER_HEAVY
+	lat global-expedited global-expedited -u LIBMEMBARRIER_HEAVY
+	lat private-expedited private-expedited -u LIBMEMBARRIER_HEAVY
+	lat shared-expedited shared-expedited-on -u LIBMEMBARRIER_HEAVY
+	lat mprotect mprotect -u LIBMEMBARRIER_HEAVY
+	for m in auto private-expedited shared-expedited global signal fence; do
+		lat heavy "heavy-$m" LIBMEMBARRIER_HEAVY=$m
+	done
+} 2>&1 | tee "$data/host-latency.txt" | show
+
+progress "host: the 2015 measurement, $repeat_calls calls (at most 60 s each)"
+for m in global global-expedited private-expedited; do
+	env -u LIBMEMBARRIER_HEAVY "$b/latency" $m 60 "$repeat_calls" "repeat-$m"
+done 2>&1 | tee "$data/host-repeat.txt" | show
+
+# ### 2. The reader/writer table (host) #####################################
+progress "host: reader/writer, $readers readers and $writers writers, ${rw_secs}s x $rw_reps rounds per flavour"
+: >"$data/rw.txt"
+r=1
+while [ "$r" -le "$rw_reps" ]; do
+	{
+		"$b/rw-fence" "$readers" "$writers" "$rw_secs" fence
+		"$b/rw-compile-time" "$readers" "$writers" "$rw_secs" compile-time
+		env -u LIBMEMBARRIER_HEAVY "$b/rw-run-time" "$readers" "$writers" "$rw_secs" run-time
+		LIBMEMBARRIER_HEAVY=signal "$b/rw-run-time" "$readers" "$writers" "$rw_secs" run-time-signal
+		"$b/rw-urcu" "$readers" "$writers" "$rw_secs" liburcu-memb
+	} 2>&1 | sed "s/^RESULT /RESULT round=$r /" | tee -a "$data/rw.txt" | show
+	r=$((r + 1))
+done
+# The light side alone: one reader pinned to a CPU, no writer, so no heavy
+# barrier and no other reader shares its CPU.
+last_cpu=$(($(nproc) - 1))
+progress "host: one reader alone on CPU $last_cpu, no writer, 1 s x $rw_reps rounds per flavour"
+r=1
+while [ "$r" -le "$rw_reps" ]; do
+	for f in fence compile-time run-time; do
+		taskset -c "$last_cpu" env -u LIBMEMBARRIER_HEAVY "$b/rw-$f" 1 0 1 "alone-$f"
+	done 2>&1 | sed "s/^RESULT /RESULT round=$r /" | tee -a "$data/rw.txt" | show
+	r=$((r + 1))
+done
+grep -q 'violations=[1-9]' "$data/rw.txt" && {
+	echo "make bench: a reader saw a reclaimed object" >&2
+	failed=1
+}
+
+# ### 4. The wrapper's cost (host) ##########################################
+progress "host: QUERY from the library's cache and from the kernel"
+env -u LIBMEMBARRIER_HEAVY "$b/latency" query 1000000 2>&1 | tee "$data/wrapper.txt" | show
+progress "host: instructions per call (callgrind, user space only)"
+# Per call: the difference between 2N and N calls, so that
+# start-up does not count.  query-count is linked -no-install: no libtool
+# wrapper script, callgrind sees the program itself.
+total() {
+	rm -f "$tmp/cg"
+	valgrind --tool=callgrind --callgrind-out-file="$tmp/cg" "$b/query-count" "$@" \
+		>/dev/null 2>&1 || return 1
+	callgrind_annotate "$tmp/cg" 2>/dev/null |
+		awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}'
+}
+for cmd in query private-expedited; do
+	for how in raw-syscall library; do
+		t1=$(total "$how" "$cmd" "$cg_calls") && t2=$(total "$how" "$cmd" $((2 * cg_calls))) &&
+			[ -n "$t1" ] && [ -n "$t2" ] &&
+			echo "RESULT label=instr-$cmd-$how instructions=$(((t2 - t1) / cg_calls))"
+	done
+done | tee -a "$data/wrapper.txt" | show
+
+# ### Guests ###################################################################
+progress "guest: the patched kernel (kernel/build.sh patched; cached after the first build)"
+kdir=$("$top_srcdir/kernel/build.sh" patched | tail -n 1)
+if [ ! -f "$kdir/bzImage" ]; then
+	echo "make bench: kernel/build.sh patched failed" >&2
+	exit 1
+fi
+mkdir -p "$tmp/bench"
+for p in latency dos; do
+	"$CC" -static -O2 -std=gnu11 -Wall -Wextra -Werror -pthread \
+		-I"$top_builddir" -I"$top_builddir/libmembarrier" -I"$top_srcdir/libmembarrier" \
+		-I"$top_srcdir/bench" -o "$tmp/bench/$p" "$top_srcdir/bench/$p.c" \
+		"$top_srcdir"/libmembarrier/*.c || { echo "make bench: cannot build $p statically" >&2; exit 1; }
+done
+
+# guest N TIMEOUT SCRIPT OUTFILE: boot with N vCPUs, run SCRIPT, keep the
+# RESULT lines (tagged with vcpus=N) and show them as they come.
+guest() {
+	cp "$3" "$tmp/bench/guest.sh"
+	"$top_srcdir/tests/guest/run-guest.sh" --kernel "$kdir" --smp "$1" --timeout "$2" \
+		--add "$tmp/bench:/bench" -- sh /bench/guest.sh 2>"$tmp/console.log" |
+		sed -u "s/^RESULT /RESULT vcpus=$1 /" | tee "$tmp/guest.out" | show
+	cat "$tmp/guest.out" >>"$4"
+	grep -q "@@GUEST-EXIT 0@@" "$tmp/guest.out" || {
+		echo "make bench: the guest with $1 vCPUs failed; its console:" >&2
+		tail -n 20 "$tmp/console.log" >&2
+		failed=1
+	}
+}
+
+: >"$data/guest-latency.txt"
+for n in $vcpus; do
+	cat >"$tmp/guest-latency.sh" <<EOF
+E=/proc/sys/kernel/membarrier_expedited
+R=/proc/sys/kernel/membarrier_expedited_max_rate
+L="/bench/latency"
+C=/sys/devices/system/clocksource/clocksource0/current_clocksource
+echo "RESULT label=guest-kernel release=\$(uname -r) default_max_rate=\$(cat \$R) default_expedited=\$(cat \$E) clocksource=\$(cat \$C)"
+d=\$(cat \$R)
+\$L global $secs $maxcalls global
+echo 0 >\$R
+\$L shared-expedited $secs $maxcalls shared-expedited-on
+echo \$d >\$R
+\$L shared-expedited $secs $maxcalls shared-expedited-limit
+echo 0 >\$E
+\$L shared-expedited $secs $maxcalls shared-expedited-off
+echo 1 >\$E
+\$L global-expedited $secs $maxcalls global-expedited
+\$L private-expedited $secs $maxcalls private-expedited
+\$L mprotect $secs $maxcalls mprotect
+echo 0 >\$R
+for m in auto private-expedited shared-expedited global signal fence; do
+	LIBMEMBARRIER_HEAVY=\$m \$L heavy $secs $maxcalls heavy-\$m
+done
+echo \$d >\$R
+if [ $n = $repeat_vcpus ]; then
+	\$L global 60 $repeat_calls repeat-global
+	echo 0 >\$R
+	\$L shared-expedited 60 $repeat_calls repeat-shared-expedited-on
+	echo \$d >\$R
+	\$L shared-expedited 60 $repeat_calls repeat-shared-expedited-limit
+	\$L global-expedited 60 $repeat_calls repeat-global-expedited
+	\$L private-expedited 60 $repeat_calls repeat-private-expedited
+fi
+echo "RESULT label=guest-clocksource-end clocksource=\$(cat \$C)"
+EOF
+	progress "guest, $n vCPUs: heavy-side latency per mechanism"
+	guest "$n" 900 "$tmp/guest-latency.sh" "$data/guest-latency.txt"
+done
+
+# ### 3. Denial of service (guest, 2 vCPUs) ###################################
+# Three rounds of the four phases, interleaved, so that a change in the
+# host's load does not land on one phase only; the report takes medians.
+cat >"$tmp/guest-dos.sh" <<EOF
+E=/proc/sys/kernel/membarrier_expedited
+R=/proc/sys/kernel/membarrier_expedited_max_rate
+d=\$(cat \$R)
+for round in 1 2 3; do
+	/bench/dos idle $dos_secs idle
+	/bench/dos busy $dos_secs busy
+	echo 0 >\$R
+	/bench/dos attack $dos_secs no-limit
+	echo \$d >\$R
+	/bench/dos attack $dos_secs default-limit
+	/bench/dos attack $dos_secs default-limit-8-threads 8
+	echo 0 >\$E
+	/bench/dos attack $dos_secs expedited-off
+	echo 1 >\$E
+done
+EOF
+progress "guest, 2 vCPUs: a victim's throughput and IPIs under a SHARED_EXPEDITED loop"
+: >"$data/dos.txt"
+guest 2 300 "$tmp/guest-dos.sh" "$data/dos.txt"
+
+echo "load_end=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$data/machine.txt"
+echo "elapsed_s=$(($(date +%s) - start))" >>"$data/machine.txt"
+
+# ### The report ###############################################################
+progress "writing the report and the plots"
+"$top_srcdir/bench/report.sh" "$out" || failed=1
+progress "done: $out/report.md$( [ "$failed" = 0 ] || echo ' (with failures, see above)')"
+exit "$failed"
