@@ -13,6 +13,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "../tests/guest/interrupts.h"
+
 #define BENCH_MAX_CPUS 64
 
 static inline double bench_now(void)
@@ -30,37 +32,6 @@ static inline void bench_pin(int cpu)
 	CPU_ZERO(&set);
 	CPU_SET(cpu, &set);
 	(void)sched_setaffinity(0, sizeof(set), &set);
-}
-
-/*
- * Per-CPU counts of the CAL row of /proc/interrupts (x86: the IPIs of
- * smp_call_function*(), which membarrier's expedited commands and TLB
- * shootdowns send).  Returns 0, or -1 when there is no such row.
- */
-static inline int bench_read_cal(long long *cal, int ncpu)
-{
-	char line[4096];
-	FILE *f = fopen("/proc/interrupts", "r");
-	int found = 0;
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		char *p = line, *end;
-
-		while (*p == ' ')
-			p++;
-		if (strncmp(p, "CAL:", 4) != 0)
-			continue;
-		p += 4;
-		for (int i = 0; i < ncpu; i++) {
-			cal[i] = strtoll(p, &end, 10);
-			p = end;
-		}
-		found = 1;
-	}
-	fclose(f);
-	return found ? 0 : -1;
 }
 
 /*

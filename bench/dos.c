@@ -89,7 +89,7 @@ int main(int argc, char **argv)
 	attack = strcmp(argv[1], "attack") == 0;
 	busy = strcmp(argv[1], "busy") == 0;
 	secs = atof(argv[2]);
-	if (ncpu < 2 || ncpu > BENCH_MAX_CPUS || bench_read_cal(before, ncpu) != 0) {
+	if (ncpu < 2 || ncpu > BENCH_MAX_CPUS || read_cal_row(before, ncpu) != 0) {
 		printf("RESULT label=%s skipped=needs-2-cpus-and-a-CAL-row\n", argv[3]);
 		return 0;
 	}
@@ -108,7 +108,7 @@ int main(int argc, char **argv)
 		victim(shared);
 	usleep(200000);
 
-	bench_read_cal(before, ncpu);
+	read_cal_row(before, ncpu);
 	bench_read_irqs(irq0, ncpu);
 	v0 = __atomic_load_n(shared, __ATOMIC_RELAXED);
 	t0 = bench_now();
@@ -129,7 +129,7 @@ int main(int argc, char **argv)
 	}
 	t = bench_now() - t0;
 	v1 = __atomic_load_n(shared, __ATOMIC_RELAXED);
-	bench_read_cal(after, ncpu);
+	read_cal_row(after, ncpu);
 	bench_read_irqs(irq1, ncpu);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);

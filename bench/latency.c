@@ -167,7 +167,7 @@ int main(int argc, char **argv)
 		pthread_create(&th[i], NULL, reader, (void *)(long)i);
 	usleep(100000);
 
-	have_cal = bench_read_cal(before, ncpu) == 0;
+	have_cal = read_cal_row(before, ncpu) == 0;
 	t0 = bench_now();
 	for (k = 0, t = t0; k < maxcalls && t - t0 < secs; k++) {
 		double c0 = t;
@@ -187,7 +187,7 @@ int main(int argc, char **argv)
 		lat[k] = t - c0;
 		sum += lat[k];
 	}
-	if (have_cal && bench_read_cal(after, ncpu) == 0)
+	if (have_cal && read_cal_row(after, ncpu) == 0)
 		for (int i = 1; i < ncpu; i++)
 			ipis += after[i] - before[i];
 	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);

@@ -39,6 +39,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "interrupts.h"
+
 #define SYSCTL_EXPEDITED "/proc/sys/kernel/membarrier_expedited"
 #define SYSCTL_MAX_RATE "/proc/sys/kernel/membarrier_expedited_max_rate"
 #define MAX_CPUS 64
@@ -260,34 +262,6 @@ static int cmd_sysctl_perms(void)
 	return done_testing();
 }
 
-/* Per-CPU counts of the CAL row (function call IPIs) of /proc/interrupts. */
-static int read_cal(long long *cal, int ncpu)
-{
-	char line[4096];
-	FILE *f = fopen("/proc/interrupts", "r");
-	int found = 0;
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		char *p = line, *end;
-		int i;
-
-		while (*p == ' ')
-			p++;
-		if (strncmp(p, "CAL:", 4))
-			continue;
-		p += 4;
-		for (i = 0; i < ncpu; i++) {
-			cal[i] = strtoll(p, &end, 10);
-			p = end;
-		}
-		found = 1;
-	}
-	fclose(f);
-	return found ? 0 : -1;
-}
-
 static pid_t spawn_spinner(int cpu)
 {
 	pid_t pid = fork();
@@ -319,7 +293,7 @@ static long long cal_phase(int ncpu, double secs, int attack, long *calls, doubl
 	pin(0);
 	usleep(200000);	/* let the spinners start */
 	*calls = 0;
-	read_cal(before, ncpu);
+	read_cal_row(before, ncpu);
 	t0 = now_s();
 	if (attack) {
 		do {
@@ -331,7 +305,7 @@ static long long cal_phase(int ncpu, double secs, int attack, long *calls, doubl
 		usleep((useconds_t)(secs * 1e6));
 	}
 	t = now_s();
-	read_cal(after, ncpu);
+	read_cal_row(after, ncpu);
 	*elapsed = t - t0;
 	for (i = 1; i < ncpu; i++) {
 		kill(pids[i], SIGKILL);
@@ -353,7 +327,7 @@ static int cmd_ratelimit(int rate, double secs, int nspin)
 
 	printf("1..4\n");
 	if (ncpu < 2 || ncpu > sysconf(_SC_NPROCESSORS_ONLN) || ncpu > MAX_CPUS ||
-	    read_cal(cal, ncpu) || saved < 0) {
+	    read_cal_row(cal, ncpu) || saved < 0) {
 		printf("# need 2..%d CPUs, a CAL row in /proc/interrupts and %s\n", MAX_CPUS,
 		       SYSCTL_MAX_RATE);
 		return 77;
