@@ -41,14 +41,8 @@ ok() {	# ok STATUS DESCRIPTION [FILE-TO-SHOW-ON-FAILURE]
 		[ -z "${3:-}" ] || tail -n 30 "$3" | sed 's/^/# /'
 	fi
 }
-skip_all() {
-	if [ "${LIBMEMBARRIER_REQUIRE_GUEST:-0}" = 1 ]; then
-		echo "Bail out! $* (LIBMEMBARRIER_REQUIRE_GUEST=1)"
-		exit 1
-	fi
-	echo "1..0 # SKIP $*"
-	exit 77
-}
+# shellcheck source=skip.sh
+. "$top/tests/skip.sh"
 bail() {	# bail MESSAGE [LOG]
 	[ -z "${2:-}" ] || tail -n 30 "$2" | sed 's/^/# /'
 	echo "Bail out! $1"

@@ -12,16 +12,8 @@ top_dir=$(cd "$guest_dir/../.." && pwd)
 tap_n=0
 tap_fail=0
 
-# Missing host tools skip the test, except where the caller says the guest
-# tests must run (tests/run-all.sh, hence CI): there a skip would hide them.
-skip_all() {
-	if [ "${LIBMEMBARRIER_REQUIRE_GUEST:-0}" = 1 ]; then
-		echo "Bail out! $* (LIBMEMBARRIER_REQUIRE_GUEST=1)"
-		exit 1
-	fi
-	echo "1..0 # SKIP $*"
-	exit 77
-}
+# shellcheck source=../skip.sh
+. "$guest_dir/../skip.sh"
 
 tap_ok() { # COND-STATUS DESCRIPTION: tap_ok 0 "works" / tap_ok 1 "broken"
 	tap_n=$((tap_n + 1))
