@@ -86,22 +86,24 @@ guest_run() {
 # Needs the configured build tree (top_builddir, set by make check) for
 # config.h and the generated <membarrier.h>.
 build_library_tests() {
-	local b=${top_builddir:-.} src=$top_dir t
+	local b=${top_builddir:-.} src=$top_dir lib=$TMPD/lib f
 	b=$(cd "$b" && pwd)
 	[ -f "$b/libmembarrier/membarrier.h" ] ||
 		{ echo "Bail out! no configured build tree at $b"; exit 1; }
-	mkdir -p "$TMPD/lib"
-	for t in commands errors cache fallback fork litmus; do
-		gcc -static -O2 -std=gnu11 -Wall -Wextra -Werror -pthread \
-			-I"$b" -I"$b/libmembarrier" -I"$src/libmembarrier" -I"$src/tests" \
-			-o "$TMPD/lib/$t" "$src/tests/$t.c" "$src"/libmembarrier/*.c ||
-			{ echo "Bail out! cannot build tests/$t.c statically"; exit 1; }
+	local cc=(gcc -static -O2 -std=gnu11 -Wall -Wextra -Werror -pthread
+		-I"$b" -I"$b/libmembarrier" -I"$src/libmembarrier" -I"$src/tests")
+	mkdir -p "$lib/obj"
+	# The library once, then each program against it.
+	for f in "$src"/libmembarrier/*.c; do
+		"${cc[@]}" -c -o "$lib/obj/$(basename "$f" .c).o" "$f" ||
+			{ echo "Bail out! cannot build $(basename "$f")"; exit 1; }
 	done
-	gcc -static -O2 -std=gnu11 -Wall -Wextra -Werror -pthread \
-		-I"$b" -I"$b/libmembarrier" -I"$src/libmembarrier" \
-		-o "$TMPD/lib/membarrier-info" "$src/tools/membarrier-info.c" \
-		"$src"/libmembarrier/*.c ||
-		{ echo "Bail out! cannot build membarrier-info statically"; exit 1; }
+	for f in tests/commands.c tests/errors.c tests/cache.c tests/fallback.c \
+		 tests/fork.c tests/litmus.c tools/membarrier-info.c; do
+		"${cc[@]}" -o "$lib/$(basename "$f" .c)" "$src/$f" "$lib"/obj/*.o ||
+			{ echo "Bail out! cannot build $f statically"; exit 1; }
+	done
+	rm -rf "$lib/obj"
 }
 
 # guest_value KEY: the number after "# KEY " in the last guest output.
