@@ -21,39 +21,10 @@
 
 #include <errno.h>
 
-static int lmb_register_command_for(int cmd)
-{
-	switch (cmd) {
-	case MEMBARRIER_CMD_PRIVATE_EXPEDITED:
-		return MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED;
-	case MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE:
-		return MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE;
-	case MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ:
-		return MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ;
-	}
-	return 0;
-}
-
 static int lmb_fail(int err)
 {
 	errno = err;
 	return -1;
-}
-
-int lmb_kernel_call(int cmd, unsigned int flags, int cpu_id)
-{
-	int ret = lmb_sys_membarrier(cmd, flags, cpu_id);
-	int reg = lmb_register_command_for(cmd);
-
-	/*
-	 * EPERM from a private expedited command means the process is not
-	 * registered for it: never registered, or registered and then lost
-	 * (a process restored by CRIU before it migrated registrations).
-	 * Register once and retry.
-	 */
-	if (ret == -EPERM && reg != 0 && lmb_sys_membarrier(reg, 0, 0) == 0)
-		ret = lmb_sys_membarrier(cmd, flags, cpu_id);
-	return ret;
 }
 
 LMB_EXPORT int membarrier(int cmd, unsigned int flags, int cpu_id)

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The kernel-call layer: membarrier(2) itself, with the registration a
+ * private expedited command needs.  Everything above (membarrier.c,
+ * heavy.c, state.c) calls down into this file; it calls nothing of theirs.
+ */
+#include "internal.h"
+
+#include <errno.h>
+
+static int lmb_register_command_for(int cmd)
+{
+	switch (cmd) {
+	case MEMBARRIER_CMD_PRIVATE_EXPEDITED:
+		return MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED;
+	case MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE:
+		return MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE;
+	case MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ:
+		return MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ;
+	}
+	return 0;
+}
+
+int lmb_kernel_call(int cmd, unsigned int flags, int cpu_id)
+{
+	int ret = lmb_sys_membarrier(cmd, flags, cpu_id);
+	int reg = lmb_register_command_for(cmd);
+
+	/*
+	 * EPERM from a private expedited command means the process is not
+	 * registered for it: never registered, or registered and then lost
+	 * (a process restored by CRIU before it migrated registrations).
+	 * Register once and retry.
+	 */
+	if (ret == -EPERM && reg != 0 && lmb_sys_membarrier(reg, 0, 0) == 0)
+		ret = lmb_sys_membarrier(cmd, flags, cpu_id);
+	return ret;
+}
