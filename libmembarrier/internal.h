@@ -20,49 +20,74 @@
 #endif
 
 /*
- * The process's view of membarrier, decided once and published as a single
- * 64-bit word, so that racing first callers need no lock: each computes the
- * same answer and the first compare-and-swap wins.  Layout:
- *   bits  0..31  the kernel's QUERY mask (0 when unavailable)
- *   bits 32..39  errno of the kernel's failed QUERY (0 if it succeeded)
- *   bits 40..43  enum membarrier_mechanism used by membarrier_heavy()
- *   bit  44      probing skipped on request (LIBMEMBARRIER_HEAVY)
- *   bit  45      LIBMEMBARRIER_HEAVY held an unknown value
- *   bits 48..55  signal number of the signal mechanism
- *   bit  63      the word is valid
- * Everything else (emulated commands, registrations, light mode) derives
- * from these fields.
+ * The process's view of membarrier, decided once and published as two
+ * 32-bit words (lock-free on every Debian architecture, no libatomic), so
+ * that racing first callers need no lock: each computes the same answer
+ * and the first compare-and-swap of each word wins.
+ *
+ * The kernel word (published first):
+ *   bits  0..28  the kernel's QUERY mask, when it answered
+ *   bit  29      not asked yet (LIBMEMBARRIER_HEAVY=signal|fence: asked
+ *                only when the application calls QUERY itself)
+ *   bit  30      QUERY failed; bits 0..15 hold its errno
+ *   bit  31      the word is valid
+ * The library word (published second, with release; whoever reads it with
+ * acquire sees the kernel word it was derived from):
+ *   bits  0..3   enum membarrier_mechanism used by membarrier_heavy()
+ *   bit   4      probing skipped on request (LIBMEMBARRIER_HEAVY)
+ *   bit   5      LIBMEMBARRIER_HEAVY held an unknown value
+ *   bit   6      SYNC_CORE emulated by the signal mechanism
+ *   bits  8..15  signal chosen at start-up for the signal mechanism
+ *   bit  31      the word is valid
  */
-typedef uint64_t lmb_state_t;
+typedef struct {
+	uint32_t kern;
+	uint32_t lib;
+} lmb_state_t;
 
-#define LMB_ST_VALID		(UINT64_C(1) << 63)
-#define LMB_ST_SKIPPED		(UINT64_C(1) << 44)
-#define LMB_ST_ENV_INVALID	(UINT64_C(1) << 45)
+#define LMB_K_VALID		(UINT32_C(1) << 31)
+#define LMB_K_FAILED		(UINT32_C(1) << 30)
+#define LMB_K_UNASKED		(UINT32_C(1) << 29)
+#define LMB_K_MASK		(LMB_K_UNASKED - 1)
 
+#define LMB_L_VALID		(UINT32_C(1) << 31)
+#define LMB_L_SKIPPED		(UINT32_C(1) << 4)
+#define LMB_L_ENV_INVALID	(UINT32_C(1) << 5)
+#define LMB_L_SYNC_CORE		(UINT32_C(1) << 6)
+
+/* The kernel's QUERY mask, 0 when it failed or was not asked. */
 static inline int lmb_st_kmask(lmb_state_t st)
 {
-	return (int)(uint32_t)st;
+	return (st.kern & (LMB_K_FAILED | LMB_K_UNASKED)) ? 0 :
+	       (int)(st.kern & LMB_K_MASK);
 }
 
+/* errno of the kernel's failed QUERY, or 0. */
 static inline int lmb_st_kerrno(lmb_state_t st)
 {
-	return (int)((st >> 32) & 0xff);
+	return (st.kern & LMB_K_FAILED) ? (int)(st.kern & 0xffff) : 0;
 }
 
 static inline int lmb_st_heavy(lmb_state_t st)
 {
-	return (int)((st >> 40) & 0xf);
+	return (int)(st.lib & 0xf);
 }
 
 static inline int lmb_st_signal(lmb_state_t st)
 {
-	return (int)((st >> 48) & 0xff);
+	return (int)((st.lib >> 8) & 0xff);
 }
 
 /* The state, probing on first use.  Async-signal-safe once probed. */
 lmb_state_t lmb_state(void);
 
-/* Commands membarrier() provides without the kernel (see membarrier.c). */
+/*
+ * The kernel's QUERY answer, asking it now if start-up did not
+ * (LIBMEMBARRIER_HEAVY=signal|fence): the mask, or -errno.
+ */
+int lmb_kernel_query(void);
+
+/* Commands membarrier() provides without the kernel (see state.c). */
 int lmb_emulated_commands(lmb_state_t st);
 
 /* REGISTER command the chosen mechanism needs, or 0. */
@@ -81,15 +106,30 @@ static inline int lmb_sys_membarrier(int cmd, unsigned int flags, int cpu_id)
 
 /*
  * A command through the kernel, registering and retrying once on EPERM;
- * returns the kernel's result or -errno (membarrier.c).
+ * returns the kernel's result or -errno (kernel.c).
  */
 int lmb_kernel_call(int cmd, unsigned int flags, int cpu_id);
 
-/* The signal mechanism (signal.c). */
+/*
+ * The signal mechanism (signal.c).  lmb_signal_setup() chooses the signal
+ * (the one asked for, or a free one) once per process and returns it, or
+ * -1 where the mechanism cannot work here.  lmb_signal_heavy() is the
+ * barrier: it returns 0 after a barrier on every thread, or does not
+ * return (abort with a message) when no correct barrier is possible.
+ * sync_core: also make every other thread execute a core-serialising
+ * instruction (emulated PRIVATE_EXPEDITED_SYNC_CORE).
+ */
 int lmb_signal_setup(int requested);
-int lmb_signal_barrier(int sig);
+int lmb_signal_current(void);
+int lmb_signal_heavy(int sync_core);
 
-/* The heavy barrier with an explicit state (heavy.c). */
+/* Whether the signal handler can serialise the core (signal.c). */
+int lmb_signal_can_sync_core(void);
+
+/* Write "libmembarrier: WHAT" to stderr and abort() (heavy.c). */
+__attribute__((noreturn)) void lmb_die(const char *what, long n1, long n2);
+
+/* The heavy barrier with an explicit state (heavy.c); returns 0. */
 int lmb_heavy(lmb_state_t st);
 
 #ifdef LMB_TESTING

@@ -4,16 +4,24 @@
  *
  * - QUERY is answered from the cache (state.c), plus the commands the
  *   library emulates.
- * - A command outside that mask fails with EINVAL, as the kernel would,
- *   without a system call: the kernel promises EINVAL and ENOSYS answers
- *   do not change until reboot.
  * - A command the kernel has goes to the kernel, flags and cpu_id
  *   untouched, so bad flags get the kernel's own EINVAL.  If a private
  *   expedited command answers EPERM because the process is not (or no
  *   longer, e.g. after a CRIU restore) registered, the library registers
- *   once and retries.
- * - An emulated command (PRIVATE_EXPEDITED and its registration, where the
- *   kernel lacks them) is served by membarrier_heavy()'s mechanism.
+ *   once and retries (kernel.c).
+ * - An emulated command (PRIVATE_EXPEDITED and its registration where the
+ *   kernel lacks them; PRIVATE_EXPEDITED_SYNC_CORE and its registration
+ *   where the signal mechanism can serialise cores) is served by the
+ *   library; flags other than 0 are EINVAL, as the kernel would say.
+ * - Any other command fails as the bare system call would, without a
+ *   system call: the kernel promises that QUERY's answer, and the ENOSYS
+ *   or EINVAL of a command, do not change until reboot.  So: the errno
+ *   the kernel gave to QUERY when QUERY failed (ENOSYS without
+ *   CONFIG_MEMBARRIER, ENOSYS or EPERM from a seccomp filter), EINVAL
+ *   when the kernel answered QUERY without that command.
+ * - With LIBMEMBARRIER_HEAVY=signal|fence the library did not ask the
+ *   kernel: QUERY asks it now (once), and any command not emulated goes
+ *   to the kernel as it is.
  *
  * Async-signal-safe: no locks, no allocation, errno set only on failure.
  */
@@ -27,28 +35,42 @@ static int lmb_fail(int err)
 	return -1;
 }
 
+static int lmb_result(int ret)
+{
+	return ret < 0 ? lmb_fail(-ret) : ret;
+}
+
 LMB_EXPORT int membarrier(int cmd, unsigned int flags, int cpu_id)
 {
 	lmb_state_t st = lmb_state();
-	int kmask = lmb_st_kmask(st);
 	int emulated = lmb_emulated_commands(st);
+	int single = cmd > 0 && (cmd & (cmd - 1)) == 0;
 
 	if (cmd == MEMBARRIER_CMD_QUERY) {
+		int kq = lmb_kernel_query();
+
+		if (flags != 0)
+			return lmb_fail(kq < 0 ? -kq : EINVAL);
+		return (kq < 0 ? 0 : kq) | emulated;
+	}
+	if (single && (emulated & cmd)) {
 		if (flags != 0)
 			return lmb_fail(EINVAL);
-		return kmask | emulated;
+		switch (cmd) {
+		case MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED:
+		case MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE:
+			return 0;
+		case MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE:
+			return lmb_signal_heavy(1);
+		default:
+			return lmb_heavy(st);
+		}
 	}
-	/* Every command is a single bit. */
-	if (cmd < 0 || (cmd & (cmd - 1)) != 0)
+	if (st.lib & LMB_L_SKIPPED)
+		return lmb_result(lmb_kernel_call(cmd, flags, cpu_id));
+	if (lmb_st_kerrno(st))
+		return lmb_fail(lmb_st_kerrno(st));
+	if (!single || !(lmb_st_kmask(st) & cmd))
 		return lmb_fail(EINVAL);
-	if (kmask & cmd) {
-		int ret = lmb_kernel_call(cmd, flags, cpu_id);
-
-		return ret < 0 ? lmb_fail(-ret) : ret;
-	}
-	if (!(emulated & cmd) || flags != 0)
-		return lmb_fail(EINVAL);
-	if (cmd == MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED)
-		return 0;
-	return lmb_heavy(st);
+	return lmb_result(lmb_kernel_call(cmd, flags, cpu_id));
 }

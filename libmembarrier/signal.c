@@ -2,10 +2,44 @@
 /*
  * The signal mechanism: a process-wide barrier without membarrier(2), for
  * kernels without it (before 4.3, CONFIG_MEMBARRIER=n) and for sandboxes
- * that refuse it.  membarrier_heavy() sends a real-time signal to every
- * other thread of the process and waits until each has run the handler,
- * which executes a full fence; a thread that exits before handling it
- * needs no barrier (exit enters the kernel, and it runs no more user code).
+ * that refuse it.  membarrier_heavy() executes a full fence, lists the
+ * threads of the process, and makes sure that each other thread either
+ * executes a full fence of its own or passes through the scheduler, whose
+ * full barriers order it just as well:
+ *
+ * (A) A thread that never runs user code again needs nothing: a zombie
+ *     (the main thread after pthread_exit()), or a kernel-side member of
+ *     the thread group (io_uring's SQPOLL poller, io-wq workers: flagged
+ *     PF_IO_WORKER in /proc/self/task/TID/stat; they block every signal).
+ * (B) A thread that is asleep (or stopped) and off its CPU needs nothing:
+ *     the kernel prints /proc/self/task/TID/syscall only after waiting,
+ *     with the thread's runqueue lock, until the thread is off its CPU in
+ *     the sleep it was in, and prints "running" otherwise.  Everything the
+ *     thread did in user mode precedes the full barrier of its switch-out
+ *     (smp_mb__after_spinlock() in __schedule()), which precedes our read
+ *     through that lock; whatever it does in user mode next follows the
+ *     full barrier of the __schedule() that switches it back in, which
+ *     follows our first fence.  It is not woken: no EINTR for sleepers.
+ * (C) Any other thread (running or runnable) gets a real-time signal
+ *     whose handler executes a full fence and marks the thread done.  If
+ *     the handler does not come, the thread is also done once it is seen
+ *     asleep and off its CPU as in (B), once its context-switch count
+ *     (/proc/self/task/TID/status) has moved (it went through __schedule()
+ *     after our fence), or once it has exited.
+ * (D) A thread that keeps running user code with the signal blocked and
+ *     is never switched out cannot be ordered from user space: after
+ *     LMB_BLOCKED_LIMIT the process aborts with a message rather than
+ *     return without the barrier (membarrier(3)).
+ *
+ * The thread list: /proc/self/task, kept open.  The kernel lists a thread
+ * group by walking it, and a walk stops early at a thread that exits under
+ * it; threads listed in separate getdents64() calls can be skipped when
+ * threads exit in between.  So the list is read in one call (a larger
+ * buffer when it does not fit), and read again when its last entry is gone
+ * by then.  Threads created after the listing need nothing: the barrier of
+ * their first switch-in follows our fence.  The caller's own thread id must
+ * be in the list; it is not when /proc belongs to another PID namespace,
+ * where the ids would name other threads.
  *
  * Why signals and not the mprotect()/madvise() TLB-shootdown trick used by
  * Folly, .NET and others: that trick relies on the kernel interrupting
@@ -15,20 +49,13 @@
  * exactly the new kernels a sandbox may run us on.  A signal handler runs
  * on the target thread on every architecture.
  *
- * Limits, all documented in membarrier(3):
- * - The signal interrupts the other threads: system calls that the kernel
- *   never restarts (poll, epoll_wait, nanosleep, ...; see signal(7)) fail
- *   with EINTR in them even though the handler is SA_RESTART.
- * - A thread that blocks the signal, or is stopped by a debugger, delays
- *   membarrier_heavy() until it unblocks it or resumes.
- * - The application must leave the signal alone; membarrier_heavy() fails
- *   with EBUSY if its handler was replaced.
- * - The thread list is read from /proc/self/task; without /proc the
- *   library falls back to fences instead (state.c).
- * - Unlike the kernel command, this orders only this process's threads;
- *   that is all PRIVATE_EXPEDITED and membarrier_heavy() promise.
- * Everything here is a raw system call on the stack or in static memory,
- * so membarrier_heavy() stays async-signal-safe in this mode.
+ * The same handler serves the emulated MEMBARRIER_CMD_PRIVATE_EXPEDITED_
+ * SYNC_CORE: then every other live thread, asleep or not, must run it, and
+ * it executes a core-serialising instruction (x86 CPUID, arm64 ISB).
+ *
+ * Everything here is a system call, the stack, or static memory (and an
+ * mmap()ed list buffer for processes with many threads), so
+ * membarrier_heavy() stays async-signal-safe in this mode.
  */
 #include "internal.h"
 
@@ -40,25 +67,58 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 
-#define LMB_SLOTS 64		/* concurrent membarrier_heavy() calls */
+#if defined(__x86_64__) || defined(__i386__)
+# include <cpuid.h>
+# define LMB_HAVE_SYNC_CORE 1
+#elif defined(__aarch64__)
+# define LMB_HAVE_SYNC_CORE 1
+#else
+# define LMB_HAVE_SYNC_CORE 0
+#endif
+
+#define LMB_SLOTS 64		/* concurrent barriers */
 #define LMB_BATCH 64		/* threads signalled per round */
+#define LMB_BLOCKED_LIMIT 10	/* seconds, see (D) */
+
+/* include/linux/sched.h; stable, shown in /proc/PID/stat since 2.6. */
+#define LMB_PF_IO_WORKER 0x00000010u
+#define LMB_PF_KTHREAD	 0x00200000u
 
 /*
- * A heavy barrier in progress owns a slot; the signal carries the slot's
- * index (never a pointer, so a stray signal cannot make the handler write
- * anywhere).  The handler marks its own thread id done.  A handler run for
- * any reason after the slot was filled is a real fence on that thread
- * after the heavy caller's first fence, so marking it done is always true.
+ * A barrier in progress owns a slot.  The signal carries the slot's index
+ * (never a pointer, so a stray signal cannot make the handler write
+ * anywhere).  Each round of a barrier publishes a new generation with
+ * release; the handler reads it with acquire, so the thread's next user
+ * code is ordered after the caller's fence, and writes it back in its own
+ * thread's done[] entry.  The caller counts only entries that carry the
+ * current generation, so a late handler of an earlier round, which read an
+ * older generation, proves nothing and is ignored.
  */
 struct lmb_slot {
 	int busy;
+	unsigned int gen;
 	int count;
+	int sync_core;
 	pid_t tid[LMB_BATCH];
-	unsigned char done[LMB_BATCH];
+	unsigned int done[LMB_BATCH];
+};
+
+/* What the owner of a slot keeps between calls, across fork() too. */
+struct lmb_own {
+	int fd;			/* /proc/self/task plus one; 0 if none */
+	pid_t pid;		/* the process that opened it */
+	dev_t dev;
+	ino_t ino;
+	char *buf;		/* mmap()ed list buffer, when 2 KiB is too small */
+	size_t size;
 };
 
 static struct lmb_slot lmb_slots[LMB_SLOTS];
+static struct lmb_own lmb_owns[LMB_SLOTS];
+static int lmb_sig;		/* the signal in use; 0 until chosen */
 static int lmb_atfork_done;
 
 struct lmb_dirent64 {
@@ -74,6 +134,24 @@ static pid_t lmb_gettid(void)
 	return (pid_t)lmb_syscall(SYS_gettid, 0, 0, 0, 0);
 }
 
+int lmb_signal_can_sync_core(void)
+{
+	return LMB_HAVE_SYNC_CORE;
+}
+
+static void lmb_serialise(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	unsigned int a, b, c, d;
+
+	/* CPUID is architecturally serialising in every mode. */
+	__cpuid(0, a, b, c, d);
+	__asm__ __volatile__("" : : "r"(a), "r"(b), "r"(c), "r"(d) : "memory");
+#elif defined(__aarch64__)
+	__asm__ __volatile__("isb" : : : "memory");
+#endif
+}
+
 static void lmb_signal_handler(int sig, siginfo_t *si, void *uc)
 {
 	(void)sig;
@@ -82,17 +160,22 @@ static void lmb_signal_handler(int sig, siginfo_t *si, void *uc)
 	if (si->si_code == SI_QUEUE && si->si_value.sival_int >= 0 &&
 	    si->si_value.sival_int < LMB_SLOTS) {
 		struct lmb_slot *slot = &lmb_slots[si->si_value.sival_int];
-		int count = __atomic_load_n(&slot->count, __ATOMIC_ACQUIRE);
+		unsigned int gen = __atomic_load_n(&slot->gen, __ATOMIC_ACQUIRE);
+		int count = __atomic_load_n(&slot->count, __ATOMIC_RELAXED);
 		pid_t self = lmb_gettid();
 
+		if (__atomic_load_n(&slot->sync_core, __ATOMIC_RELAXED))
+			lmb_serialise();
 		for (int i = 0; i < count && i < LMB_BATCH; i++)
 			if (__atomic_load_n(&slot->tid[i], __ATOMIC_RELAXED) == self)
-				__atomic_store_n(&slot->done[i], 1, __ATOMIC_RELEASE);
+				__atomic_store_n(&slot->done[i], gen, __ATOMIC_RELEASE);
 	}
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
 /* A child of fork() has one thread: barriers other threads had under way
- * in the parent do not exist in it. */
+ * in the parent do not exist in it.  (The descriptors in lmb_owns[] are
+ * the parent's directory: lmb_task_fd() replaces them.) */
 static void lmb_atfork_child(void)
 {
 	memset(lmb_slots, 0, sizeof(lmb_slots));
@@ -117,42 +200,118 @@ static int lmb_free(int sig)
 	       !sigismember(&mask, sig);
 }
 
+static long lmb_open_task_dir(void)
+{
+	return lmb_syscall(SYS_openat, AT_FDCWD, (long)"/proc/self/task",
+			   O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+}
+
+/* The thread id in a directory entry's name, or 0 ("." and ".."). */
+static pid_t lmb_entry_tid(const struct lmb_dirent64 *d)
+{
+	const char *p;
+	pid_t tid = 0;
+
+	for (p = d->d_name; *p >= '0' && *p <= '9'; p++)
+		tid = tid * 10 + (*p - '0');
+	return *p == '\0' ? tid : 0;
+}
+
 /*
- * Pick the signal: the one asked for (LIBMEMBARRIER_SIGNAL), else the
- * highest real-time signal that nobody handles or blocks (applications
- * tend to take them from SIGRTMIN up).  Returns it, or -1 where the
- * mechanism cannot work.
+ * Is the caller's own thread in /proc/self/task?  Not when /proc is from
+ * another PID namespace.  (Completeness does not matter here.)
  */
-int lmb_signal_setup(int requested)
+static int lmb_proc_lists_self(void)
+{
+	char buf[1024] __attribute__((aligned(8)));
+	pid_t self = lmb_gettid();
+	long fd = lmb_open_task_dir(), n;
+	int found = 0;
+
+	if (fd < 0)
+		return 0;
+	while (!found && (n = lmb_syscall(SYS_getdents64, fd, (long)buf, sizeof(buf), 0)) > 0)
+		for (long off = 0; off < n;) {
+			struct lmb_dirent64 *d = (struct lmb_dirent64 *)(buf + off);
+
+			off += d->d_reclen;
+			if (lmb_entry_tid(d) == self)
+				found = 1;
+		}
+	(void)lmb_syscall(SYS_close, fd, 0, 0, 0);
+	return found;
+}
+
+/* Install the handler on the signal asked for, or on the highest free
+ * real-time signal other than `avoid`.  Returns it, or -1. */
+static int lmb_install(int requested, int avoid)
 {
 	struct sigaction sa;
-	int fd, sig = -1;
-
-	fd = (int)lmb_syscall(SYS_openat, AT_FDCWD, (long)"/proc/self/task",
-			      O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
-	if (fd < 0)
-		return -1;
-	(void)lmb_syscall(SYS_close, fd, 0, 0, 0);
+	int sig = -1;
 
 	for (int s = requested ? requested : SIGRTMAX;
 	     s >= (requested ? requested : SIGRTMIN); s--) {
-		if (lmb_ours(s) || lmb_free(s)) {
+		if (s != avoid && (lmb_ours(s) || lmb_free(s))) {
 			sig = s;
 			break;
 		}
 	}
 	if (sig < 0)
 		return -1;
-
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = lmb_signal_handler;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART;
 	sigfillset(&sa.sa_mask);
 	if (sigaction(sig, &sa, NULL) != 0)
 		return -1;
-	if (!__atomic_exchange_n(&lmb_atfork_done, 1, __ATOMIC_ACQ_REL))
-		(void)pthread_atfork(NULL, NULL, lmb_atfork_child);
 	return sig;
+}
+
+/* Publish sig in place of old; a racing thread may have published first. */
+static int lmb_publish(int old, int sig)
+{
+	int cur = old;
+
+	if (__atomic_compare_exchange_n(&lmb_sig, &cur, sig, 0, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE)) {
+		if (!__atomic_exchange_n(&lmb_atfork_done, 1, __ATOMIC_ACQ_REL))
+			(void)pthread_atfork(NULL, NULL, lmb_atfork_child);
+		return sig;
+	}
+	/* Another thread chose first: give back the signal we took. */
+	if (cur != sig) {
+		struct sigaction sa;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = SIG_DFL;
+		(void)sigaction(sig, &sa, NULL);
+	}
+	return cur;
+}
+
+/*
+ * Choose the signal once per process: the one asked for
+ * (LIBMEMBARRIER_SIGNAL), else the highest real-time signal that nobody
+ * handles or blocks (applications tend to take them from SIGRTMIN up).
+ * Returns it, or -1 where the mechanism cannot work.
+ */
+int lmb_signal_setup(int requested)
+{
+	int sig = __atomic_load_n(&lmb_sig, __ATOMIC_ACQUIRE);
+
+	if (sig > 0)
+		return sig;
+	if (!lmb_proc_lists_self())
+		return -1;
+	sig = lmb_install(requested, 0);
+	if (sig < 0)
+		return -1;
+	return lmb_publish(0, sig);
+}
+
+int lmb_signal_current(void)
+{
+	return __atomic_load_n(&lmb_sig, __ATOMIC_ACQUIRE);
 }
 
 /*
@@ -177,6 +336,14 @@ static void lmb_pause(unsigned int round)
 	errno = saved;
 }
 
+static long lmb_now(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long)ts.tv_sec;
+}
+
 static struct lmb_slot *lmb_slot_get(int *index)
 {
 	for (;;) {
@@ -190,14 +357,259 @@ static struct lmb_slot *lmb_slot_get(int *index)
 	}
 }
 
-/* Signal the batch in the slot and wait for every live target. */
-static int lmb_round(struct lmb_slot *slot, int index, int count, int sig,
-		     pid_t pid, uid_t uid)
+/*
+ * The slot's descriptor of /proc/self/task, opened once and kept: a
+ * process at its descriptor limit, or one that unmounts /proc later, still
+ * gets its barrier.  It is replaced when it belongs to the parent of a
+ * fork(), or when the application closed it (and perhaps reused the
+ * number: then it is not ours to close).  Returns it or -errno.
+ */
+static long lmb_task_fd(struct lmb_own *own)
 {
-	siginfo_t info;
-	int err = 0;
+	pid_t pid = getpid();
+	struct stat st;
+	long fd;
 
-	__atomic_store_n(&slot->count, count, __ATOMIC_RELEASE);
+	if (own->fd > 0) {
+		int same = fstat(own->fd - 1, &st) == 0 && st.st_dev == own->dev &&
+			   st.st_ino == own->ino;
+
+		if (same && own->pid == pid)
+			return own->fd - 1;
+		if (same)
+			(void)lmb_syscall(SYS_close, own->fd - 1, 0, 0, 0);
+		own->fd = 0;
+	}
+	fd = lmb_open_task_dir();
+	if (fd < 0)
+		return fd;
+	if (fstat((int)fd, &st) != 0) {
+		long err = -errno;
+
+		(void)lmb_syscall(SYS_close, fd, 0, 0, 0);
+		return err;
+	}
+	own->fd = (int)fd + 1;
+	own->pid = pid;
+	own->dev = st.st_dev;
+	own->ino = st.st_ino;
+	return fd;
+}
+
+/*
+ * The whole thread list in one getdents64() call: returns its length in
+ * bytes at *list, or -errno.  The rest of the buffer is offered to a second
+ * call, which must find nothing (0); otherwise the buffer was too small
+ * (or EINVAL: too small for one more entry) and a larger one is mapped.
+ */
+static long lmb_list(struct lmb_own *own, long fd, char *stack, size_t stack_size,
+		     char **list)
+{
+	char *buf = own->buf ? own->buf : stack;
+	size_t size = own->buf ? own->size : stack_size;
+
+	for (;;) {
+		long n, more;
+
+		if (lmb_syscall(SYS_lseek, fd, 0, SEEK_SET, 0) < 0)
+			return -EIO;
+		n = lmb_syscall(SYS_getdents64, fd, (long)buf, (long)size, 0);
+		if (n < 0)
+			return n;
+		more = lmb_syscall(SYS_getdents64, fd, (long)(buf + n), (long)(size - (size_t)n), 0);
+		if (more == 0) {
+			*list = buf;
+			return n;
+		}
+		if (more < 0 && more != -EINVAL)
+			return more;
+		/* Too small: 64 KiB (about 2000 threads), then doubling. */
+		size = own->buf ? own->size * 2 : 65536;
+		if (own->buf)
+			(void)munmap(own->buf, own->size);
+		own->buf = NULL;
+		buf = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (buf == MAP_FAILED)
+			return -ENOMEM;
+		own->buf = buf;
+		own->size = size;
+	}
+}
+
+/* Read /proc/self/task/TID/LEAF (dirfd: /proc/self/task) into buf, NUL
+ * terminated; returns the length or -errno. */
+static long lmb_read_leaf(long dirfd, pid_t tid, const char *leaf, char *buf, size_t size)
+{
+	char name[32], digits[12];
+	int nd = 0, i = 0;
+	long fd, n;
+
+	do {
+		digits[nd++] = (char)('0' + tid % 10);
+		tid /= 10;
+	} while (tid > 0);
+	while (nd > 0)
+		name[i++] = digits[--nd];
+	name[i++] = '/';
+	while (*leaf && i < (int)sizeof(name) - 1)
+		name[i++] = *leaf++;
+	name[i] = '\0';
+	fd = lmb_syscall(SYS_openat, dirfd, (long)name, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return fd;
+	n = lmb_syscall(SYS_read, fd, (long)buf, (long)size - 1, 0);
+	(void)lmb_syscall(SYS_close, fd, 0, 0, 0);
+	if (n < 0)
+		return n;
+	buf[n] = '\0';
+	return n;
+}
+
+/* (B): asleep or stopped, and off its CPU; see the comment at the top. */
+static int lmb_off_cpu(long dirfd, pid_t tid)
+{
+	char buf[96];
+
+	return lmb_read_leaf(dirfd, tid, "syscall", buf, sizeof(buf)) > 0 &&
+	       strncmp(buf, "running", 7) != 0;
+}
+
+enum { LMB_DONE, LMB_SIGNAL };
+
+/* What a listed thread needs, read after the caller's fence. */
+static int lmb_classify(long dirfd, pid_t pid, pid_t tid, int sync_core)
+{
+	char buf[256];
+	unsigned long flags = 0;
+	const char *p;
+	int field;
+
+	if (!sync_core && lmb_off_cpu(dirfd, tid))
+		return LMB_DONE;					/* (B) */
+	if (lmb_read_leaf(dirfd, tid, "stat", buf, sizeof(buf)) <= 0)
+		/* Exited, or unreadable: a signal is always correct. */
+		return lmb_syscall(SYS_tgkill, pid, tid, 0, 0) == -ESRCH ? LMB_DONE : LMB_SIGNAL;
+	/* "tid (comm) S ppid pgrp session tty tpgid flags ...": the name
+	 * may hold anything, the fields after the last ')' cannot. */
+	p = strrchr(buf, ')');
+	if (p == NULL || p[1] != ' ')
+		return LMB_SIGNAL;
+	p += 2;
+	if (*p == 'Z' || *p == 'X')
+		return LMB_DONE;					/* (A) */
+	for (field = 3; field < 9 && *p; p++)
+		if (*p == ' ')
+			field++;
+	while (*p >= '0' && *p <= '9')
+		flags = flags * 10 + (unsigned long)(*p++ - '0');
+	if (field == 9 && (flags & (LMB_PF_IO_WORKER | LMB_PF_KTHREAD)))
+		return LMB_DONE;					/* (A) */
+	return LMB_SIGNAL;
+}
+
+struct lmb_status {
+	unsigned long switches;	/* voluntary + nonvoluntary */
+	int blocked;		/* the signal is blocked */
+	int found;		/* both lines were there */
+};
+
+/* From /proc/self/task/TID/status: the context switches and whether sig is
+ * blocked.  Read line by line: a line too long for the buffer (CPU and
+ * node masks of large machines) is skipped. */
+static int lmb_read_status(long dirfd, pid_t tid, int sig, struct lmb_status *out)
+{
+	char buf[512], name[32];
+	size_t have = 0;
+	int skipping = 0, n_found = 0, i = 0, nd = 0;
+	char digits[12];
+	pid_t t = tid;
+	long fd;
+
+	do {
+		digits[nd++] = (char)('0' + t % 10);
+		t /= 10;
+	} while (t > 0);
+	while (nd > 0)
+		name[i++] = digits[--nd];
+	memcpy(name + i, "/status", 8);
+	fd = lmb_syscall(SYS_openat, dirfd, (long)name, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return (int)fd;
+	memset(out, 0, sizeof(*out));
+	for (;;) {
+		long n = lmb_syscall(SYS_read, fd, (long)(buf + have), (long)(sizeof(buf) - have), 0);
+		char *line = buf, *nl;
+
+		if (n <= 0)
+			break;
+		have += (size_t)n;
+		while ((nl = memchr(line, '\n', have - (size_t)(line - buf))) != NULL) {
+			*nl = '\0';
+			if (skipping) {
+				skipping = 0;
+			} else if (strncmp(line, "SigBlk:\t", 8) == 0) {
+				const char *hex = line + 8;
+				size_t len = strlen(hex);
+				size_t bit = (size_t)sig - 1;
+
+				if (bit / 4 < len) {
+					char c = hex[len - 1 - bit / 4];
+					int v = c >= 'a' ? c - 'a' + 10 : c - '0';
+
+					out->blocked = (v >> (bit % 4)) & 1;
+				}
+				n_found++;
+			} else if (strncmp(line, "voluntary_ctxt_switches:\t", 25) == 0 ||
+				   strncmp(line, "nonvoluntary_ctxt_switches:\t", 28) == 0) {
+				const char *q = strchr(line, '\t') + 1;
+				unsigned long v = 0;
+
+				while (*q >= '0' && *q <= '9')
+					v = v * 10 + (unsigned long)(*q++ - '0');
+				out->switches += v;
+				n_found++;
+			}
+			line = nl + 1;
+		}
+		have -= (size_t)(line - buf);
+		memmove(buf, line, have);
+		if (have == sizeof(buf)) {
+			have = 0;	/* an overlong line: drop it */
+			skipping = 1;
+		}
+	}
+	(void)lmb_syscall(SYS_close, fd, 0, 0, 0);
+	out->found = n_found == 3;
+	return 0;
+}
+
+struct lmb_target {
+	pid_t tid;
+	int done;
+	int have_base;
+	unsigned long base;	/* context switches when first looked at */
+};
+
+/* Signal the batch in the slot and wait until each target is done.
+ * Returns 0 or -errno. */
+static int lmb_round(struct lmb_slot *slot, int index, struct lmb_target *t, int count,
+		     int sig, pid_t pid, long dirfd, int sync_core)
+{
+	unsigned int gen = __atomic_load_n(&slot->gen, __ATOMIC_RELAXED) + 1;
+	long start = lmb_now();
+	siginfo_t info;
+
+	if (gen == 0)
+		gen = 1;
+	__atomic_store_n(&slot->count, 0, __ATOMIC_RELAXED);
+	for (int i = 0; i < count; i++) {
+		__atomic_store_n(&slot->done[i], 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&slot->tid[i], t[i].tid, __ATOMIC_RELAXED);
+	}
+	__atomic_store_n(&slot->sync_core, sync_core, __ATOMIC_RELAXED);
+	__atomic_store_n(&slot->count, count, __ATOMIC_RELAXED);
+	__atomic_store_n(&slot->gen, gen, __ATOMIC_RELEASE);
+
 	for (int i = 0; i < count; i++) {
 		long ret;
 
@@ -205,86 +617,183 @@ static int lmb_round(struct lmb_slot *slot, int index, int count, int sig,
 		info.si_signo = sig;
 		info.si_code = SI_QUEUE;
 		info.si_pid = pid;
-		info.si_uid = uid;
+		info.si_uid = getuid();
 		info.si_value.sival_int = index;
-		while ((ret = lmb_syscall(SYS_rt_tgsigqueueinfo, pid, slot->tid[i],
-					  sig, (long)&info)) == -EAGAIN)
-			lmb_pause(0);	/* real-time signal queue full */
-		if (ret == -ESRCH) {
-			__atomic_store_n(&slot->done[i], 1, __ATOMIC_RELAXED);
-		} else if (ret < 0) {
-			__atomic_store_n(&slot->done[i], 1, __ATOMIC_RELAXED);
-			err = (int)-ret;
+		while ((ret = lmb_syscall(SYS_rt_tgsigqueueinfo, pid, t[i].tid, sig,
+					  (long)&info)) == -EAGAIN) {
+			/* The real-time signal queue is full. */
+			if (lmb_now() - start > LMB_BLOCKED_LIMIT)
+				return -EAGAIN;
+			lmb_pause(64);
 		}
+		if (ret == -ESRCH)
+			t[i].done = 1;	/* exited: needs nothing */
+		else if (ret < 0)
+			return (int)ret;
 	}
 
 	for (unsigned int round = 0;; round++) {
 		int pending = 0;
 
 		for (int i = 0; i < count; i++) {
-			if (__atomic_load_n(&slot->done[i], __ATOMIC_ACQUIRE))
+			struct lmb_status s;
+
+			if (t[i].done)
 				continue;
-			/* An exited thread ran no handler, and needs none. */
-			if (round > 0 && round % 16 == 0 &&
-			    lmb_syscall(SYS_tgkill, pid, slot->tid[i], 0, 0) == -ESRCH) {
-				__atomic_store_n(&slot->done[i], 1, __ATOMIC_RELAXED);
+			if (__atomic_load_n(&slot->done[i], __ATOMIC_ACQUIRE) == gen) {
+				t[i].done = 1;
 				continue;
 			}
 			pending++;
+			if (round == 0 || round % 16 != 0)
+				continue;
+			/* No handler yet: exited, asleep, or switched out? */
+			if (lmb_syscall(SYS_tgkill, pid, t[i].tid, 0, 0) == -ESRCH ||
+			    (!sync_core && lmb_off_cpu(dirfd, t[i].tid))) {
+				t[i].done = 1;
+				pending--;
+				continue;
+			}
+			if (round < 64 || lmb_read_status(dirfd, t[i].tid, sig, &s) != 0 || !s.found)
+				continue;
+			if (!t[i].have_base) {
+				t[i].have_base = 1;
+				t[i].base = s.switches;
+			} else if (!sync_core && s.switches != t[i].base) {
+				t[i].done = 1;	/* (C): through __schedule() */
+				pending--;
+				continue;
+			}
+			if (s.blocked && lmb_now() - start > LMB_BLOCKED_LIMIT)
+				lmb_die("membarrier_heavy: thread %ld runs with signal %ld blocked "
+					"and was not switched out for 10 s", t[i].tid, sig);
 		}
 		if (pending == 0)
-			break;
+			return 0;
 		lmb_pause(round);
 	}
-	return err;
 }
 
-int lmb_signal_barrier(int sig)
+/*
+ * One barrier over the other threads with signal sig.  Returns 0, or
+ * -EBUSY (the application replaced the handler), -ESRCH (the caller is not
+ * in /proc/self/task), or another -errno (/proc unusable).
+ */
+static int lmb_signal_barrier(int sig, int sync_core)
 {
-	char buf[2048] __attribute__((aligned(8)));
+	char stack[2048] __attribute__((aligned(8)));
+	struct lmb_target t[LMB_BATCH];
 	pid_t pid = getpid(), self = lmb_gettid();
-	uid_t uid = getuid();
 	struct lmb_slot *slot;
-	int index, fd, count = 0, err = 0;
-	long n = 0;
+	struct lmb_own *own;
+	int index, ret = 0, count = 0;
+	char *list = NULL;
+	long fd, n = 0;
 
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (!lmb_ours(sig))
 		return -EBUSY;
-	fd = (int)lmb_syscall(SYS_openat, AT_FDCWD, (long)"/proc/self/task",
-			      O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
-	if (fd < 0)
-		return fd;
-
 	slot = lmb_slot_get(&index);
-	while (err == 0 &&
-	       (n = lmb_syscall(SYS_getdents64, fd, (long)buf, sizeof(buf), 0)) > 0) {
+	own = &lmb_owns[index];
+	fd = lmb_task_fd(own);
+	if (fd < 0) {
+		ret = (int)fd;
+		goto out;
+	}
+
+	for (unsigned int attempt = 0;; attempt++) {
+		pid_t last = 0;
+		int found = 0;
+
+		n = lmb_list(own, fd, stack, sizeof(stack), &list);
+		if (n < 0) {
+			ret = (int)n;
+			goto out;
+		}
 		for (long off = 0; off < n;) {
-			struct lmb_dirent64 *d = (struct lmb_dirent64 *)(buf + off);
-			pid_t tid = 0;
-			const char *p;
+			struct lmb_dirent64 *d = (struct lmb_dirent64 *)(list + off);
+			pid_t tid = lmb_entry_tid(d);
 
 			off += d->d_reclen;
-			for (p = d->d_name; *p >= '0' && *p <= '9'; p++)
-				tid = tid * 10 + (*p - '0');
-			if (*p != '\0' || tid <= 0 || tid == self)
-				continue;
-			__atomic_store_n(&slot->done[count], 0, __ATOMIC_RELAXED);
-			__atomic_store_n(&slot->tid[count], tid, __ATOMIC_RELAXED);
-			if (++count == LMB_BATCH) {
-				err = lmb_round(slot, index, count, sig, pid, uid);
-				count = 0;
-			}
+			if (tid > 0)
+				last = tid;
+			if (tid == self)
+				found = 1;
+		}
+		/* The walk may have stopped early at its last entry if that
+		 * thread exited under it: then list again. */
+		if (last != self && last > 0 &&
+		    lmb_syscall(SYS_tgkill, pid, last, 0, 0) == -ESRCH) {
+			lmb_pause(attempt);
+			continue;
+		}
+		if (!found) {
+			ret = -ESRCH;
+			goto out;
+		}
+		break;
+	}
+
+	for (long off = 0; off < n && ret == 0;) {
+		struct lmb_dirent64 *d = (struct lmb_dirent64 *)(list + off);
+		pid_t tid = lmb_entry_tid(d);
+
+		off += d->d_reclen;
+		if (tid <= 0 || tid == self ||
+		    lmb_classify(fd, pid, tid, sync_core) == LMB_DONE)
+			continue;
+		t[count].tid = tid;
+		t[count].done = 0;
+		t[count].have_base = 0;
+		if (++count == LMB_BATCH) {
+			ret = lmb_round(slot, index, t, count, sig, pid, fd, sync_core);
+			count = 0;
 		}
 	}
-	if (n < 0 && err == 0)
-		err = (int)-n;
-	if (count > 0 && err == 0)
-		err = lmb_round(slot, index, count, sig, pid, uid);
+	if (count > 0 && ret == 0)
+		ret = lmb_round(slot, index, t, count, sig, pid, fd, sync_core);
 
+out:
 	__atomic_store_n(&slot->count, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&slot->busy, 0, __ATOMIC_RELEASE);
-	(void)lmb_syscall(SYS_close, fd, 0, 0, 0);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	return err ? -err : 0;
+	return ret;
+}
+
+/*
+ * The barrier, never failing: a handler the application replaced makes us
+ * move to another free signal; anything else leaves no correct barrier.
+ */
+int lmb_signal_heavy(int sync_core)
+{
+	for (;;) {
+		int sig = lmb_signal_current(), ret;
+
+		if (sig <= 0)
+			sig = lmb_signal_setup(0);
+		if (sig <= 0)
+			lmb_die("membarrier_heavy: the signal mechanism cannot work here "
+				"(no /proc/self/task listing this thread, or no free real-time "
+				"signal)", 0, 0);
+		if (sync_core)
+			lmb_serialise();
+		ret = lmb_signal_barrier(sig, sync_core);
+		if (ret == 0)
+			return 0;
+		if (ret == -EBUSY) {
+			/* Taken by the application: another signal, if one is free. */
+			int next = lmb_install(0, sig);
+
+			if (next < 0)
+				lmb_die("membarrier_heavy: the application took signal %ld and no "
+					"other real-time signal is free", sig, 0);
+			(void)lmb_publish(sig, next);
+			continue;
+		}
+		if (ret == -ESRCH)
+			lmb_die("membarrier_heavy: this thread (%ld) is not in /proc/self/task "
+				"(a /proc of another PID namespace?)", lmb_gettid(), 0);
+		lmb_die("membarrier_heavy: cannot list the threads in /proc/self/task "
+			"(errno %ld)", -ret, 0);
+	}
 }

@@ -11,14 +11,16 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Starts at 1: until a real heavy mechanism is known, light is a fence. */
 LMB_EXPORT int libmembarrier_light_fence = 1;
 
-static lmb_state_t lmb_cached;
+static uint32_t lmb_kern_word, lmb_lib_word;
 
 static const struct {
 	const char *name;
@@ -46,6 +48,17 @@ int lmb_registration(int mechanism)
 }
 
 /*
+ * 1 << 10 is this project's number, not upstream's: a later upstream
+ * command could take it.  The heavy barrier relies on it only where the
+ * kernel also shows the series' own sysctl.
+ */
+static int lmb_series_signature(void)
+{
+	return lmb_syscall(SYS_faccessat, AT_FDCWD,
+			   (long)"/proc/sys/kernel/membarrier_expedited_max_rate", F_OK, 0) == 0;
+}
+
+/*
  * Can the kernel give us this mechanism?  Registration happens here, in the
  * constructor, while the process is normally still single-threaded: the
  * kernel then registers with a plain barrier, whereas registering a
@@ -60,7 +73,7 @@ static int lmb_try_kernel(int mechanism, int kmask)
 		       lmb_sys_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
 					  0, 0) == 0;
 	case MEMBARRIER_MECHANISM_SHARED_EXPEDITED:
-		return (kmask & MEMBARRIER_CMD_SHARED_EXPEDITED) != 0;
+		return (kmask & MEMBARRIER_CMD_SHARED_EXPEDITED) && lmb_series_signature();
 	case MEMBARRIER_MECHANISM_GLOBAL:
 		return (kmask & MEMBARRIER_CMD_GLOBAL) != 0;
 	}
@@ -139,28 +152,64 @@ static int lmb_try(int mechanism, int kmask, int skipped, int *sig)
 	}
 }
 
+/* QUERY, as the kernel word. */
+static uint32_t lmb_query_word(void)
+{
+	int ret = lmb_sys_membarrier(MEMBARRIER_CMD_QUERY, 0, 0);
+
+	/*
+	 * The kernel answers QUERY with a mask, never with an error (flags is
+	 * 0); ENOSYS means no membarrier (before 4.3, or CONFIG_MEMBARRIER=n),
+	 * and ENOSYS or EPERM a seccomp filter or an emulator.  Any failure
+	 * means the kernel offers nothing.
+	 */
+	if (ret >= 0)
+		return LMB_K_VALID | ((uint32_t)ret & LMB_K_MASK);
+	return LMB_K_VALID | LMB_K_FAILED | ((uint32_t)-ret & 0xffff);
+}
+
+/* Publish fresh in *word unless it holds expected no more; returns what
+ * the word holds then. */
+static uint32_t lmb_publish_word(uint32_t *word, uint32_t expected, uint32_t fresh)
+{
+	if (__atomic_compare_exchange_n(word, &expected, fresh, 0, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE))
+		return fresh;
+	return expected;
+}
+
+int lmb_kernel_query(void)
+{
+	lmb_state_t st;
+
+	st.kern = __atomic_load_n(&lmb_kern_word, __ATOMIC_ACQUIRE);
+	if (st.kern == 0) {
+		(void)lmb_state();
+		st.kern = __atomic_load_n(&lmb_kern_word, __ATOMIC_ACQUIRE);
+	}
+	/* LIBMEMBARRIER_HEAVY=signal|fence: the application asks, now. */
+	if (st.kern & LMB_K_UNASKED)
+		st.kern = lmb_publish_word(&lmb_kern_word, st.kern, lmb_query_word());
+	return st.kern & LMB_K_FAILED ? -lmb_st_kerrno(st) : lmb_st_kmask(st);
+}
+
 static lmb_state_t lmb_probe(void)
 {
 	int invalid, forced = lmb_env_mechanism(&invalid);
 	int skipped = forced == MEMBARRIER_MECHANISM_SIGNAL ||
 		      forced == MEMBARRIER_MECHANISM_FENCE;
-	int kmask = 0, kerrno = 0, sig = 0, heavy = 0;
+	int kmask, sig = 0, heavy = 0;
 	lmb_state_t st;
 
-	if (!skipped) {
-		int ret = lmb_sys_membarrier(MEMBARRIER_CMD_QUERY, 0, 0);
-
-		/*
-		 * The kernel answers QUERY with a mask, never with an error
-		 * (flags is 0); ENOSYS means no membarrier (before 4.3, or
-		 * CONFIG_MEMBARRIER=n), and ENOSYS or EPERM a seccomp filter or
-		 * an emulator.  Any failure means the kernel offers nothing.
-		 */
-		if (ret >= 0)
-			kmask = ret;
-		else
-			kerrno = -ret > 0xff ? 0xff : -ret;
-	}
+	/*
+	 * The kernel word first.  With the probe skipped the library never
+	 * calls membarrier(2) itself (a seccomp filter may kill for it).
+	 */
+	st.kern = __atomic_load_n(&lmb_kern_word, __ATOMIC_ACQUIRE);
+	if (st.kern == 0)
+		st.kern = lmb_publish_word(&lmb_kern_word, 0,
+					   skipped ? LMB_K_VALID | LMB_K_UNASKED : lmb_query_word());
+	kmask = lmb_st_kmask(st);
 
 	if (forced && lmb_try(forced, kmask, skipped, &sig))
 		heavy = forced;
@@ -168,33 +217,43 @@ static lmb_state_t lmb_probe(void)
 		if (lmb_try(lmb_order[i], kmask, skipped, &sig))
 			heavy = lmb_order[i];
 
-	st = LMB_ST_VALID | (uint32_t)kmask | ((uint64_t)kerrno << 32) |
-	     ((uint64_t)heavy << 40) | ((uint64_t)(sig & 0xff) << 48);
+	st.lib = LMB_L_VALID | (uint32_t)heavy | ((uint32_t)(sig & 0xff) << 8);
 	if (skipped)
-		st |= LMB_ST_SKIPPED;
+		st.lib |= LMB_L_SKIPPED;
 	if (invalid)
-		st |= LMB_ST_ENV_INVALID;
+		st.lib |= LMB_L_ENV_INVALID;
+	/*
+	 * Where the kernel has no PRIVATE_EXPEDITED_SYNC_CORE (and so, in
+	 * practice, no membarrier at all), the signal handler serialises the
+	 * core on the architectures where it can (signal.c).
+	 */
+	if (heavy == MEMBARRIER_MECHANISM_SIGNAL && !skipped && lmb_signal_can_sync_core() &&
+	    !(kmask & MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE))
+		st.lib |= LMB_L_SYNC_CORE;
 	return st;
 }
 
 lmb_state_t lmb_state(void)
 {
-	lmb_state_t st = __atomic_load_n(&lmb_cached, __ATOMIC_ACQUIRE);
-	lmb_state_t expected = 0;
+	lmb_state_t st;
 
-	if (__builtin_expect(st != 0, 1))
+	st.lib = __atomic_load_n(&lmb_lib_word, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(st.lib != 0, 1)) {
+		st.kern = __atomic_load_n(&lmb_kern_word, __ATOMIC_RELAXED);
 		return st;
+	}
 
 	/*
 	 * First use, or a race between first users: each computes the same
-	 * answer (QUERY is pure, registration idempotent) and the first
-	 * compare-and-swap publishes it.  No lock, so this is safe from a
-	 * signal handler and after fork.
+	 * answer (QUERY is pure, registration idempotent, the signal is
+	 * chosen once in signal.c) and the first compare-and-swap of each
+	 * word publishes it.  No lock, so this is safe from a signal handler
+	 * and after fork.  The library word is derived from the kernel word
+	 * the winner saw, and published after it.
 	 */
 	st = lmb_probe();
-	if (!__atomic_compare_exchange_n(&lmb_cached, &expected, st, 0,
-					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-		st = expected;
+	st.lib = lmb_publish_word(&lmb_lib_word, 0, st.lib);
+	st.kern = __atomic_load_n(&lmb_kern_word, __ATOMIC_RELAXED);
 
 	/*
 	 * The light side drops its fence only now that heavy has a real
@@ -209,7 +268,8 @@ lmb_state_t lmb_state(void)
 #ifdef LMB_TESTING
 void lmb_test_reset(void)
 {
-	__atomic_store_n(&lmb_cached, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&lmb_lib_word, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&lmb_kern_word, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&libmembarrier_light_fence, 1, __ATOMIC_RELEASE);
 }
 #else
@@ -221,20 +281,26 @@ __attribute__((constructor)) static void lmb_init(void)
 
 int lmb_emulated_commands(lmb_state_t st)
 {
-	int kmask = lmb_st_kmask(st);
+	int kmask = lmb_st_kmask(st), emulated = 0;
 
 	/*
 	 * Where the kernel lacks PRIVATE_EXPEDITED, the library provides it
 	 * with whatever heavy mechanism it found (each of them orders at
 	 * least every thread of the process), and makes its registration a
 	 * no-op.  With no process-wide barrier at all it cannot: a caller of
-	 * membarrier() pairs it with a compiler barrier, not a fence.
+	 * membarrier() pairs it with a compiler barrier, not a fence.  With
+	 * the probe skipped the kernel's mask is not known: the forced
+	 * mechanism serves PRIVATE_EXPEDITED, the kernel the rest.
 	 */
-	if ((kmask & MEMBARRIER_CMD_PRIVATE_EXPEDITED) ||
-	    lmb_st_heavy(st) == MEMBARRIER_MECHANISM_FENCE)
+	if (lmb_st_heavy(st) == MEMBARRIER_MECHANISM_FENCE)
 		return 0;
-	return MEMBARRIER_CMD_PRIVATE_EXPEDITED |
-	       MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED;
+	if ((st.lib & LMB_L_SKIPPED) || !(kmask & MEMBARRIER_CMD_PRIVATE_EXPEDITED))
+		emulated |= MEMBARRIER_CMD_PRIVATE_EXPEDITED |
+			    MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED;
+	if (st.lib & LMB_L_SYNC_CORE)
+		emulated |= MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE |
+			    MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE;
+	return emulated;
 }
 
 LMB_EXPORT int membarrier_get_strategy(struct membarrier_strategy *strategy,
@@ -255,9 +321,12 @@ LMB_EXPORT int membarrier_get_strategy(struct membarrier_strategy *strategy,
 	s.kernel_errno = lmb_st_kerrno(st);
 	s.emulated_commands = lmb_emulated_commands(st);
 	s.library_registrations = lmb_registration(s.heavy);
-	s.probe_skipped = (st & LMB_ST_SKIPPED) != 0;
-	s.environment_invalid = (st & LMB_ST_ENV_INVALID) != 0;
-	s.signal = lmb_st_signal(st);
+	s.probe_skipped = (st.lib & LMB_L_SKIPPED) != 0;
+	s.environment_invalid = (st.lib & LMB_L_ENV_INVALID) != 0;
+	/* The signal in use now: it can change (membarrier(3)). */
+	s.signal = s.heavy == MEMBARRIER_MECHANISM_SIGNAL ? lmb_signal_current() : 0;
+	/* A newer caller's larger struct: its tail is zero, not garbage. */
+	memset(strategy, 0, size);
 	memcpy(strategy, &s, size < sizeof(s) ? size : sizeof(s));
 	return 0;
 }
