@@ -42,6 +42,10 @@ say() { echo "$me: $*" >&2; }
 die() { say "error: $*"; exit 1; }
 
 [ -f "$tarball" ] || die "$tarball not found (apt-get install linux-source-6.1)"
+# What Kbuild runs besides the compiler (headers_install needs rsync).
+for t in make gcc flex bison bc rsync cpio xz; do
+	command -v "$t" >/dev/null || die "$t not found (see the README's apt-get line)"
+done
 mkdir -p "$cache"
 cache=$(cd "$cache" && pwd)
 
