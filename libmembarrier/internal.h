@@ -120,6 +120,7 @@ int lmb_kernel_call(int cmd, unsigned int flags, int cpu_id);
  * instruction (emulated PRIVATE_EXPEDITED_SYNC_CORE).
  */
 int lmb_signal_setup(int requested);
+void lmb_signal_prepare(void);
 int lmb_signal_current(void);
 int lmb_signal_heavy(int sync_core);
 

@@ -50,8 +50,14 @@
  * on the target thread on every architecture.
  *
  * The same handler serves the emulated MEMBARRIER_CMD_PRIVATE_EXPEDITED_
- * SYNC_CORE: then every other live thread, asleep or not, must run it, and
- * it executes a core-serialising instruction (x86 CPUID, arm64 ISB).
+ * SYNC_CORE, and then executes a core-serialising instruction (x86 CPUID,
+ * arm64 ISB).  On arm64 every return to user mode is an ERET, context
+ * synchronising, so (B) and (C) hold as they are.  On x86 the return from
+ * a system call may be a SYSRET, which does not serialise: every other live
+ * thread, asleep or not, must run the handler (sleepers are woken), a
+ * thread waiting in sigtimedwait() cannot (it would take the signal as its
+ * own), and one that does not run it within LMB_BLOCKED_LIMIT aborts the
+ * process with a message.
  *
  * Everything here is a system call, the stack, or static memory (and an
  * mmap()ed list buffer for processes with many threads), so
@@ -70,13 +76,22 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
+/*
+ * LMB_SCHED_SYNCS_CORE: every return to user mode is context synchronising
+ * (arm64: ERET), so a thread that passes through the scheduler needs no
+ * handler for SYNC_CORE either.  Not on x86, whose SYSRET is not
+ * serialising: there every other thread must run the handler.
+ */
 #if defined(__x86_64__) || defined(__i386__)
 # include <cpuid.h>
 # define LMB_HAVE_SYNC_CORE 1
+# define LMB_SCHED_SYNCS_CORE 0
 #elif defined(__aarch64__)
 # define LMB_HAVE_SYNC_CORE 1
+# define LMB_SCHED_SYNCS_CORE 1
 #else
 # define LMB_HAVE_SYNC_CORE 0
+# define LMB_SCHED_SYNCS_CORE 0
 #endif
 
 #define LMB_SLOTS 64		/* concurrent barriers */
@@ -267,6 +282,17 @@ static int lmb_install(int requested, int avoid)
 	return sig;
 }
 
+/*
+ * From the constructor: pthread_atfork() is not async-signal-safe, and the
+ * signal mechanism may first be needed in a signal handler (a kernel
+ * command refused at run time).
+ */
+void lmb_signal_prepare(void)
+{
+	if (!__atomic_exchange_n(&lmb_atfork_done, 1, __ATOMIC_ACQ_REL))
+		(void)pthread_atfork(NULL, NULL, lmb_atfork_child);
+}
+
 /* Publish sig in place of old; a racing thread may have published first. */
 static int lmb_publish(int old, int sig)
 {
@@ -274,8 +300,9 @@ static int lmb_publish(int old, int sig)
 
 	if (__atomic_compare_exchange_n(&lmb_sig, &cur, sig, 0, __ATOMIC_ACQ_REL,
 					__ATOMIC_ACQUIRE)) {
-		if (!__atomic_exchange_n(&lmb_atfork_done, 1, __ATOMIC_ACQ_REL))
-			(void)pthread_atfork(NULL, NULL, lmb_atfork_child);
+#ifdef LMB_TESTING
+		lmb_signal_prepare();	/* no constructor in the tests' copy */
+#endif
 		return sig;
 	}
 	/* Another thread chose first: give back the signal we took. */
@@ -476,16 +503,48 @@ static int lmb_off_cpu(long dirfd, pid_t tid)
 
 enum { LMB_DONE, LMB_SIGNAL };
 
-/* What a listed thread needs, read after the caller's fence. */
-static int lmb_classify(long dirfd, pid_t pid, pid_t tid, int sync_core)
+/* Is the thread asleep in sigtimedwait() (it would consume the signal
+ * if it waits for it, and never run the handler)? */
+static int lmb_in_sigwait(long dirfd, pid_t tid)
+{
+	char buf[96];
+	long nr = 0;
+	const char *p = buf;
+
+	if (lmb_read_leaf(dirfd, tid, "syscall", buf, sizeof(buf)) <= 0)
+		return 0;
+	while (*p >= '0' && *p <= '9')
+		nr = nr * 10 + (*p++ - '0');
+	if (p == buf || *p != ' ')
+		return 0;
+#ifdef SYS_rt_sigtimedwait_time64
+	if (nr == SYS_rt_sigtimedwait_time64)
+		return 1;
+#endif
+#ifdef SYS_rt_sigtimedwait
+	if (nr == SYS_rt_sigtimedwait)
+		return 1;
+#endif
+	return 0;
+}
+
+/*
+ * What a listed thread needs, read after the caller's fence.  strict: it
+ * must run the handler (SYNC_CORE where the scheduler does not serialise).
+ */
+static int lmb_classify(long dirfd, pid_t pid, pid_t tid, int strict, int sig)
 {
 	char buf[256];
 	unsigned long flags = 0;
 	const char *p;
 	int field;
 
-	if (!sync_core && lmb_off_cpu(dirfd, tid))
+	if (!strict && lmb_off_cpu(dirfd, tid))
 		return LMB_DONE;					/* (B) */
+	if (strict && lmb_in_sigwait(dirfd, tid))
+		lmb_die("membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE): thread %ld "
+			"waits in sigtimedwait(), so it cannot run the handler of signal %ld",
+			tid, sig);
 	if (lmb_read_leaf(dirfd, tid, "stat", buf, sizeof(buf)) <= 0)
 		/* Exited, or unreadable: a signal is always correct. */
 		return lmb_syscall(SYS_tgkill, pid, tid, 0, 0) == -ESRCH ? LMB_DONE : LMB_SIGNAL;
@@ -593,7 +652,7 @@ struct lmb_target {
 /* Signal the batch in the slot and wait until each target is done.
  * Returns 0 or -errno. */
 static int lmb_round(struct lmb_slot *slot, int index, struct lmb_target *t, int count,
-		     int sig, pid_t pid, long dirfd, int sync_core)
+		     int sig, pid_t pid, long dirfd, int sync_core, int strict)
 {
 	unsigned int gen = __atomic_load_n(&slot->gen, __ATOMIC_RELAXED) + 1;
 	long start = lmb_now();
@@ -623,7 +682,9 @@ static int lmb_round(struct lmb_slot *slot, int index, struct lmb_target *t, int
 					  (long)&info)) == -EAGAIN) {
 			/* The real-time signal queue is full. */
 			if (lmb_now() - start > LMB_BLOCKED_LIMIT)
-				return -EAGAIN;
+				lmb_die("membarrier_heavy: cannot queue signal %ld to thread %ld: "
+					"the real-time signal queue stayed full for 10 s", sig,
+					t[i].tid);
 			lmb_pause(64);
 		}
 		if (ret == -ESRCH)
@@ -649,17 +710,21 @@ static int lmb_round(struct lmb_slot *slot, int index, struct lmb_target *t, int
 				continue;
 			/* No handler yet: exited, asleep, or switched out? */
 			if (lmb_syscall(SYS_tgkill, pid, t[i].tid, 0, 0) == -ESRCH ||
-			    (!sync_core && lmb_off_cpu(dirfd, t[i].tid))) {
+			    (!strict && lmb_off_cpu(dirfd, t[i].tid))) {
 				t[i].done = 1;
 				pending--;
 				continue;
 			}
+			if (strict && lmb_now() - start > LMB_BLOCKED_LIMIT)
+				lmb_die("membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE): "
+					"thread %ld has not run the handler of signal %ld for 10 s "
+					"(it blocks the signal, or is stopped)", t[i].tid, sig);
 			if (round < 64 || lmb_read_status(dirfd, t[i].tid, sig, &s) != 0 || !s.found)
 				continue;
 			if (!t[i].have_base) {
 				t[i].have_base = 1;
 				t[i].base = s.switches;
-			} else if (!sync_core && s.switches != t[i].base) {
+			} else if (!strict && s.switches != t[i].base) {
 				t[i].done = 1;	/* (C): through __schedule() */
 				pending--;
 				continue;
@@ -687,6 +752,7 @@ static int lmb_signal_barrier(int sig, int sync_core)
 	struct lmb_slot *slot;
 	struct lmb_own *own;
 	int index, ret = 0, count = 0;
+	int strict = sync_core && !LMB_SCHED_SYNCS_CORE;
 	char *list = NULL;
 	long fd, n = 0;
 
@@ -740,18 +806,18 @@ static int lmb_signal_barrier(int sig, int sync_core)
 
 		off += d->d_reclen;
 		if (tid <= 0 || tid == self ||
-		    lmb_classify(fd, pid, tid, sync_core) == LMB_DONE)
+		    lmb_classify(fd, pid, tid, strict, sig) == LMB_DONE)
 			continue;
 		t[count].tid = tid;
 		t[count].done = 0;
 		t[count].have_base = 0;
 		if (++count == LMB_BATCH) {
-			ret = lmb_round(slot, index, t, count, sig, pid, fd, sync_core);
+			ret = lmb_round(slot, index, t, count, sig, pid, fd, sync_core, strict);
 			count = 0;
 		}
 	}
 	if (count > 0 && ret == 0)
-		ret = lmb_round(slot, index, t, count, sig, pid, fd, sync_core);
+		ret = lmb_round(slot, index, t, count, sig, pid, fd, sync_core, strict);
 
 out:
 	__atomic_store_n(&slot->count, 0, __ATOMIC_RELAXED);

@@ -275,6 +275,7 @@ void lmb_test_reset(void)
 #else
 __attribute__((constructor)) static void lmb_init(void)
 {
+	lmb_signal_prepare();
 	(void)lmb_state();
 }
 #endif
