@@ -53,6 +53,27 @@ static void print_mask(const char *title, int mask)
 		printf("  unknown bits 0x%x\n", (unsigned int)(mask & ~known));
 }
 
+/*
+ * The mechanism LIBMEMBARRIER_HEAVY asks for, read as the library reads it
+ * (secure_getenv: ignored in secure-execution mode), or 0 when it asks for
+ * none: unset, empty, "auto", or an unknown name (which the library reports
+ * in environment_invalid).
+ */
+static int requested_mechanism(void)
+{
+	const char *env = secure_getenv("LIBMEMBARRIER_HEAVY");
+
+	if (env == NULL)
+		return 0;
+	for (int m = MEMBARRIER_MECHANISM_PRIVATE_EXPEDITED; m <= MEMBARRIER_MECHANISM_FENCE; m++) {
+		const char *name = membarrier_mechanism_name(m);
+
+		if (name != NULL && strcmp(env, name) == 0)
+			return m;
+	}
+	return 0;
+}
+
 static void usage(FILE *out)
 {
 	fprintf(out,
@@ -70,7 +91,7 @@ int main(int argc, char **argv)
 	};
 	struct membarrier_strategy st;
 	const char *name;
-	int opt, regs;
+	int opt, regs, requested;
 
 	while ((opt = getopt_long(argc, argv, "hV", options, NULL)) != -1) {
 		switch (opt) {
@@ -96,15 +117,27 @@ int main(int argc, char **argv)
 		return EXIT_FAILURE;
 	}
 
-	if (st.probe_skipped)
+	requested = requested_mechanism();
+
+	/*
+	 * With LIBMEMBARRIER_HEAVY=signal or fence the library makes no
+	 * membarrier(2) call at start-up, and neither may we (the variable is
+	 * meant for filters that kill the process on it): the kernel's
+	 * commands are unknown, not absent.  The line names what was asked
+	 * for, which is why the kernel was not asked, not what was chosen.
+	 */
+	if (st.probe_skipped) {
 		printf("Kernel: not asked (LIBMEMBARRIER_HEAVY=%s)\n",
-		       membarrier_mechanism_name(st.heavy));
-	else if (st.kernel_errno)
-		printf("Kernel: membarrier(MEMBARRIER_CMD_QUERY) failed: %s (%s)\n",
-		       strerror(st.kernel_errno),
-		       st.kernel_errno == ENOSYS ? "no membarrier, or a sandbox refuses it" :
-		       st.kernel_errno == EPERM ? "a sandbox refuses membarrier" : "unexpected");
-	print_mask("Kernel commands (MEMBARRIER_CMD_QUERY)", st.kernel_commands);
+		       requested ? membarrier_mechanism_name(requested) : "?");
+	} else {
+		if (st.kernel_errno)
+			printf("Kernel: membarrier(MEMBARRIER_CMD_QUERY) failed: %s (%s)\n",
+			       strerror(st.kernel_errno),
+			       st.kernel_errno == ENOSYS ? "no membarrier, or a sandbox refuses it" :
+			       st.kernel_errno == EPERM ? "a sandbox refuses membarrier" :
+			       "unexpected");
+		print_mask("Kernel commands (MEMBARRIER_CMD_QUERY)", st.kernel_commands);
+	}
 	print_mask("Emulated by libmembarrier", st.emulated_commands);
 
 	if (st.kernel_commands & MEMBARRIER_CMD_GET_REGISTRATIONS) {
@@ -122,10 +155,15 @@ int main(int argc, char **argv)
 			   st.library_registrations);
 	}
 
+	if (requested)
+		printf("Requested: %s (LIBMEMBARRIER_HEAVY)\n",
+		       membarrier_mechanism_name(requested));
 	name = membarrier_mechanism_name(st.heavy);
 	printf("Heavy barrier: %s", name ? name : "unknown");
 	if (st.heavy == MEMBARRIER_MECHANISM_SIGNAL)
 		printf(" (signal %d)", st.signal);
+	if (requested && requested != st.heavy)
+		printf(" (%s is not available here)", membarrier_mechanism_name(requested));
 	printf("\nLight barrier: %s\n",
 	       st.light_is_fence ? "full fence (no process-wide barrier available)"
 				 : "compiler barrier");
