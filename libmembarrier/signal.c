@@ -233,6 +233,24 @@ static pid_t lmb_entry_tid(const struct lmb_dirent64 *d)
 }
 
 /*
+ * getdents64() stops early, as if at the end, once a signal is pending
+ * for the caller (a concurrent barrier's, typically): list with every
+ * signal blocked, which clears the pending state.  Raw calls: the C
+ * library's would leave its own internal signals unblocked.
+ */
+static long lmb_getdents(long fd, char *buf, size_t size)
+{
+	sigset_t all, old;
+	long n;
+
+	sigfillset(&all);
+	(void)lmb_syscall(SYS_rt_sigprocmask, SIG_BLOCK, (long)&all, (long)&old, _NSIG / 8);
+	n = lmb_syscall(SYS_getdents64, fd, (long)buf, (long)size, 0);
+	(void)lmb_syscall(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, _NSIG / 8);
+	return n;
+}
+
+/*
  * Is the caller's own thread in /proc/self/task?  Not when /proc is from
  * another PID namespace.  (Completeness does not matter here.)
  */
@@ -245,7 +263,7 @@ static int lmb_proc_lists_self(void)
 
 	if (fd < 0)
 		return 0;
-	while (!found && (n = lmb_syscall(SYS_getdents64, fd, (long)buf, sizeof(buf), 0)) > 0)
+	while (!found && (n = lmb_getdents(fd, buf, sizeof(buf))) > 0)
 		for (long off = 0; off < n;) {
 			struct lmb_dirent64 *d = (struct lmb_dirent64 *)(buf + off);
 
@@ -425,10 +443,14 @@ static long lmb_task_fd(struct lmb_own *own)
 
 /*
  * The whole thread list in one getdents64() call: returns its length in
- * bytes at *list, or -errno.  The rest of the buffer is offered to a second
- * call, which must find nothing (0); otherwise the buffer was too small
- * (or EINVAL: too small for one more entry) and a larger one is mapped.
+ * bytes at *list, or -errno.  With signals blocked, the call fills the
+ * buffer while entries fit, so room left for the longest entry (a 10-digit
+ * name) means the walk ended, at the end of the list or early at an
+ * exiting thread, which the caller checks.  Otherwise a larger buffer is mapped, up to 64 MiB
+ * (two million threads).
  */
+#define LMB_MAX_RECLEN 32
+#define LMB_MAX_LIST (64UL << 20)
 static long lmb_list(struct lmb_own *own, long fd, char *stack, size_t stack_size,
 		     char **list)
 {
@@ -436,22 +458,21 @@ static long lmb_list(struct lmb_own *own, long fd, char *stack, size_t stack_siz
 	size_t size = own->buf ? own->size : stack_size;
 
 	for (;;) {
-		long n, more;
+		long n;
 
 		if (lmb_syscall(SYS_lseek, fd, 0, SEEK_SET, 0) < 0)
 			return -EIO;
-		n = lmb_syscall(SYS_getdents64, fd, (long)buf, (long)size, 0);
+		n = lmb_getdents(fd, buf, size);
 		if (n < 0)
 			return n;
-		more = lmb_syscall(SYS_getdents64, fd, (long)(buf + n), (long)(size - (size_t)n), 0);
-		if (more == 0) {
+		if (size - (size_t)n >= LMB_MAX_RECLEN) {
 			*list = buf;
 			return n;
 		}
-		if (more < 0 && more != -EINVAL)
-			return more;
 		/* Too small: 64 KiB (about 2000 threads), then doubling. */
 		size = own->buf ? own->size * 2 : 65536;
+		if (size > LMB_MAX_LIST)
+			return -ENOMEM;
 		if (own->buf)
 			(void)munmap(own->buf, own->size);
 		own->buf = NULL;
@@ -528,42 +549,47 @@ static int lmb_in_sigwait(long dirfd, pid_t tid)
 	return 0;
 }
 
-/*
- * What a listed thread needs, read after the caller's fence.  strict: it
- * must run the handler (SYNC_CORE where the scheduler does not serialise).
- */
-static int lmb_classify(long dirfd, pid_t pid, pid_t tid, int strict, int sig)
+/* (A): exited, a zombie, or a thread that never runs user code. */
+static int lmb_never_user(long dirfd, pid_t pid, pid_t tid)
 {
 	char buf[256];
 	unsigned long flags = 0;
 	const char *p;
 	int field;
 
-	if (!strict && lmb_off_cpu(dirfd, tid))
-		return LMB_DONE;					/* (B) */
-	if (strict && lmb_in_sigwait(dirfd, tid))
-		lmb_die("membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE): thread %ld "
-			"waits in sigtimedwait(), so it cannot run the handler of signal %ld",
-			tid, sig);
 	if (lmb_read_leaf(dirfd, tid, "stat", buf, sizeof(buf)) <= 0)
-		/* Exited, or unreadable: a signal is always correct. */
-		return lmb_syscall(SYS_tgkill, pid, tid, 0, 0) == -ESRCH ? LMB_DONE : LMB_SIGNAL;
+		return lmb_syscall(SYS_tgkill, pid, tid, 0, 0) == -ESRCH;
 	/* "tid (comm) S ppid pgrp session tty tpgid flags ...": the name
 	 * may hold anything, the fields after the last ')' cannot. */
 	p = strrchr(buf, ')');
 	if (p == NULL || p[1] != ' ')
-		return LMB_SIGNAL;
+		return 0;
 	p += 2;
 	if (*p == 'Z' || *p == 'X')
-		return LMB_DONE;					/* (A) */
+		return 1;
 	for (field = 3; field < 9 && *p; p++)
 		if (*p == ' ')
 			field++;
 	while (*p >= '0' && *p <= '9')
 		flags = flags * 10 + (unsigned long)(*p++ - '0');
-	if (field == 9 && (flags & (LMB_PF_IO_WORKER | LMB_PF_KTHREAD)))
-		return LMB_DONE;					/* (A) */
-	return LMB_SIGNAL;
+	return field == 9 && (flags & (LMB_PF_IO_WORKER | LMB_PF_KTHREAD));
+}
+
+/*
+ * What a listed thread needs, read after the caller's fence.  strict: it
+ * must run the handler (SYNC_CORE where the scheduler does not serialise).
+ * A running thread is signalled at once; whether it is one that never runs
+ * user code (A) is asked only if its handler does not come (lmb_round).
+ */
+static int lmb_classify(long dirfd, pid_t pid, pid_t tid, int strict, int sig)
+{
+	if (!strict)
+		return lmb_off_cpu(dirfd, tid) ? LMB_DONE : LMB_SIGNAL;	/* (B) */
+	if (lmb_in_sigwait(dirfd, tid))
+		lmb_die("membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE): thread %ld "
+			"waits in sigtimedwait(), so it cannot run the handler of signal %ld",
+			tid, sig);
+	return lmb_never_user(dirfd, pid, tid) ? LMB_DONE : LMB_SIGNAL;
 }
 
 struct lmb_status {
@@ -687,8 +713,8 @@ static int lmb_round(struct lmb_slot *slot, int index, struct lmb_target *t, int
 					t[i].tid);
 			lmb_pause(64);
 		}
-		if (ret == -ESRCH)
-			t[i].done = 1;	/* exited: needs nothing */
+		if (ret == -ESRCH || (ret < 0 && lmb_never_user(dirfd, pid, t[i].tid)))
+			t[i].done = 1;	/* exited, or never runs user code */
 		else if (ret < 0)
 			return (int)ret;
 	}
@@ -706,6 +732,11 @@ static int lmb_round(struct lmb_slot *slot, int index, struct lmb_target *t, int
 				continue;
 			}
 			pending++;
+			if (round == 4 && lmb_never_user(dirfd, pid, t[i].tid)) {
+				t[i].done = 1;	/* (A) */
+				pending--;
+				continue;
+			}
 			if (round == 0 || round % 16 != 0)
 				continue;
 			/* No handler yet: exited, asleep, or switched out? */
