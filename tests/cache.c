@@ -27,6 +27,8 @@ static void on_sigsys(int sig, siginfo_t *si, void *ctx)
 	(void)si;
 #if defined(__x86_64__)
 	cmd = (int)uc->uc_mcontext.gregs[REG_RDI];
+#elif defined(__i386__)
+	cmd = (int)uc->uc_mcontext.gregs[REG_EBX];
 #elif defined(__aarch64__)
 	cmd = (int)uc->uc_mcontext.regs[0];
 #endif
@@ -39,6 +41,8 @@ static void on_sigsys(int sig, siginfo_t *si, void *ctx)
 	}
 #if defined(__x86_64__)
 	uc->uc_mcontext.gregs[REG_RAX] = ret;
+#elif defined(__i386__)
+	uc->uc_mcontext.gregs[REG_EAX] = ret;
 #elif defined(__aarch64__)
 	uc->uc_mcontext.regs[0] = ret;
 #endif

@@ -11,7 +11,11 @@
  * leave a spin rendezvous together each round, which is what makes the
  * reordering visible at all.
  *
- * usage: litmus [--control] [--rounds N] [--expect none|some]
+ * --churn adds a third thread that creates and joins short-lived threads
+ * for as long as the rounds last, so the heavy side's view of the thread
+ * list (the signal mechanism reads /proc/self/task) changes under it.
+ *
+ * usage: litmus [--control] [--churn] [--rounds N] [--expect none|some]
  * Prints the mechanism and counts; exits 0 when the expectation holds.
  */
 #define _GNU_SOURCE
@@ -27,7 +31,9 @@
 
 static int x, y, r1, r2;
 static unsigned long arrive;
-static int control;
+static int control, churn;
+static int churn_stop;
+static unsigned long churned;
 
 #define LOAD(p) __atomic_load_n(p, __ATOMIC_RELAXED)
 #define STORE(p, v) __atomic_store_n(p, v, __ATOMIC_RELAXED)
@@ -73,26 +79,48 @@ static void *thread_b(void *p)
 	return NULL;
 }
 
+static void *short_lived(void *p)
+{
+	return p;
+}
+
+/* --churn: threads come and go while the rounds run. */
+static void *churner(void *p)
+{
+	(void)p;
+	while (!__atomic_load_n(&churn_stop, __ATOMIC_RELAXED)) {
+		pthread_t t;
+
+		if (pthread_create(&t, NULL, short_lived, NULL) == 0 &&
+		    pthread_join(t, NULL) == 0)
+			__atomic_fetch_add(&churned, 1, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
-	unsigned long rounds = 1000000, forbidden = 0, seen[4] = { 0 };
+	unsigned long rounds = 1000000, forbidden = 0, seen[4] = { 0 }, churn0, churn1;
 	const char *expect = NULL;
 	struct membarrier_strategy st;
 	struct args a;
 	struct timespec t0, t1;
-	pthread_t b;
+	pthread_t b, c;
 	double secs;
 	int ok;
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--control") == 0)
 			control = 1;
+		else if (strcmp(argv[i], "--churn") == 0)
+			churn = 1;
 		else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
 			rounds = strtoul(argv[++i], NULL, 0);
 		else if (strcmp(argv[i], "--expect") == 0 && i + 1 < argc)
 			expect = argv[++i];
 		else {
-			fprintf(stderr, "usage: litmus [--control] [--rounds N] [--expect none|some]\n");
+			fprintf(stderr, "usage: litmus [--control] [--churn] [--rounds N] "
+				"[--expect none|some]\n");
 			return 2;
 		}
 	}
@@ -101,12 +129,17 @@ int main(int argc, char **argv)
 
 	a.rounds = rounds;
 	a.cpu = 1;
+	if (churn && pthread_create(&c, NULL, churner, NULL) != 0) {
+		perror("pthread_create");
+		return 2;
+	}
 	pin(0);
 	if (pthread_create(&b, NULL, thread_b, &a) != 0) {
 		perror("pthread_create");
 		return 2;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	churn0 = __atomic_load_n(&churned, __ATOMIC_RELAXED);
 	for (unsigned long i = 1; i <= rounds; i++) {
 		rendezvous(2 * i - 1);
 		STORE(&x, 1);
@@ -124,17 +157,31 @@ int main(int argc, char **argv)
 		STORE(&x, 0);
 		STORE(&y, 0);
 	}
+	churn1 = __atomic_load_n(&churned, __ATOMIC_RELAXED);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	pthread_join(b, NULL);
+	if (churn) {
+		__atomic_store_n(&churn_stop, 1, __ATOMIC_RELAXED);
+		pthread_join(c, NULL);
+	}
 	secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 
 	printf("litmus: %s, heavy=%s light=%s: %lu rounds in %.2f s (%.2f us/round), "
-	       "r1r2=00:%lu 01:%lu 10:%lu 11:%lu, forbidden=%lu\n",
+	       "r1r2=00:%lu 01:%lu 10:%lu 11:%lu, forbidden=%lu%s\n",
 	       control ? "control (compiler barriers)" : "membarrier",
 	       control ? "compiler-barrier" : membarrier_mechanism_name(st.heavy),
 	       control ? "compiler-barrier" : st.light_is_fence ? "fence" : "compiler-barrier",
 	       rounds, secs, secs * 1e6 / (double)rounds, seen[0], seen[1], seen[2], seen[3],
-	       forbidden);
+	       forbidden, churn ? ", with thread churn" : "");
+	if (churn) {
+		printf("litmus: %lu short-lived threads created and joined during the rounds\n",
+		       churn1 - churn0);
+		/* Without churn the --churn checks would prove nothing. */
+		if (churn1 == churn0) {
+			fprintf(stderr, "litmus: no thread came and went during the rounds\n");
+			return 2;
+		}
+	}
 	if (expect == NULL)
 		return 0;
 	ok = strcmp(expect, "none") == 0 ? forbidden == 0 : forbidden > 0;

@@ -1,8 +1,11 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # The store-buffering litmus test for every mechanism this host offers,
-# and the control that shows the test can fail.  LITMUS_ROUNDS overrides
-# the round count (sanitizer builds run fewer); the default is 10^6.
+# and the control that shows the test can fail; the signal mechanism and
+# the control again with a third thread creating and joining short-lived
+# threads all along (--churn), so /proc/self/task changes under the heavy
+# side.  LITMUS_ROUNDS overrides the round count (sanitizer builds run
+# fewer); the default is 10^6.
 set -u
 litmus=${top_builddir:-.}/tests/litmus
 seccomp=${top_builddir:-.}/tests/seccomp-run
@@ -14,7 +17,7 @@ control_rounds=5000000
 global_rounds=${LITMUS_GLOBAL_ROUNDS:-300}
 n=0 failed=0
 
-echo "1..6"
+echo "1..8"
 check() {
 	what=$1; shift
 	n=$((n + 1))
@@ -25,12 +28,16 @@ check() {
 
 check "control (compiler barriers only) finds r1 == r2 == 0" \
 	env -u LIBMEMBARRIER_HEAVY "$litmus" --control --rounds "$control_rounds" --expect some
+check "control with thread churn finds r1 == r2 == 0" \
+	env -u LIBMEMBARRIER_HEAVY "$litmus" --control --churn --rounds "$control_rounds" --expect some
 check "native mechanism: no r1 == r2 == 0 in $rounds rounds" \
 	env -u LIBMEMBARRIER_HEAVY "$litmus" --rounds "$rounds" --expect none
 check "seccomp-forced ENOSYS, signal fallback: none in $rounds rounds" \
 	env -u LIBMEMBARRIER_HEAVY "$seccomp" ENOSYS "$litmus" --rounds "$rounds" --expect none
 check "seccomp-forced EPERM, signal fallback: none in $rounds rounds" \
 	env -u LIBMEMBARRIER_HEAVY "$seccomp" EPERM "$litmus" --rounds "$rounds" --expect none
+check "LIBMEMBARRIER_HEAVY=signal with thread churn: none in $rounds rounds" \
+	env LIBMEMBARRIER_HEAVY=signal "$litmus" --churn --rounds "$rounds" --expect none
 check "LIBMEMBARRIER_HEAVY=fence: none in $rounds rounds" \
 	env LIBMEMBARRIER_HEAVY=fence "$litmus" --rounds "$rounds" --expect none
 check "LIBMEMBARRIER_HEAVY=global (RCU grace period): none in $global_rounds rounds" \

@@ -3,7 +3,8 @@
 # Every test of the project: the Debian packages installed and purged in a
 # bookworm chroot, the test suite in a -Werror build (host tests, man-page
 # checks, and the guest tests that boot the patched kernels in QEMU), the
-# host tests under ASan+UBSan and under TSan, then make distcheck.  Builds
+# host tests under ASan+UBSan, under TSan and built as 32-bit i386 code
+# (gcc -m32, gcc-multilib), then make distcheck.  Builds
 # go to _build/, the kernels and the chroot to the cache of kernel/build.sh
 # and tests/debian-install.sh.  Ends with a table of how long each stage
 # took and "N passed, N failed" summed over all runs.
@@ -110,6 +111,9 @@ LITMUS_ROUNDS=100000 run asan-ubsan --enable-sanitizers=address,undefined --disa
 CHECK_TESTS="tests/commands tests/errors tests/cache tests/race tests/header.sh tests/symbols.sh tests/info.sh" \
 TSAN_OPTIONS="halt_on_error=1" run tsan --enable-sanitizers=thread --disable-guest-tests
 unset CHECK_TESTS
+# The whole host suite as native 32-bit code (gcc -m32 on x86_64: the
+# i386 ABI, whose 64-bit atomics must not need libatomic).
+LITMUS_ROUNDS=100000 run i386 CC="gcc -m32" --disable-guest-tests
 
 echo "== distcheck"
 if ( cd _build/default && LITMUS_ROUNDS=100000 make -s distcheck >distcheck.log 2>&1 ); then

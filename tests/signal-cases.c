@@ -1,0 +1,724 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The signal mechanism against threads that cannot, or need not, run its
+ * handler.  Each case re-executes this test with LIBMEMBARRIER_HEAVY=signal
+ * (so the library probes afresh and takes the signal mechanism) in a child
+ * that arms alarm() against a hang; the parent also kills it with SIGKILL
+ * after a bound.  A hang, a crash or a wrong exit status is a failure.
+ *
+ *   zombie     the main thread called pthread_exit() (a zombie in
+ *              /proc/self/task that never runs a handler): a worker's
+ *              100 heavy barriers return 0 and the process exits 0.  A
+ *              thread asleep in poll() meanwhile is not interrupted
+ *              (EINTR): sleeping threads are not signalled.
+ *   sigwait    every thread blocks every signal and one consumes them all
+ *              with sigwaitinfo(): 100 heavy barriers return, and the
+ *              consumer receives SIGUSR1 only, never the library's signal.
+ *   io-uring   an io_uring SQPOLL thread (iou-sqp-*, a kernel-run thread
+ *              that never runs user handlers) is in the process: 100 heavy
+ *              barriers return.  Skipped where io_uring_setup() is refused.
+ *   blocked    a thread blocks every signal, spins 300 ms, then sleeps:
+ *              a heavy barrier issued while it spins returns 0, and only
+ *              once that thread was switched out (its context-switch count
+ *              changed), since its handler cannot run.
+ *   spinning   a thread blocks every signal and spins forever: heavy must
+ *              not return without a barrier on it.  Either it returns 0
+ *              once the scheduler preempted the thread (its context-switch
+ *              count moved, a barrier: what happens on an ordinary kernel,
+ *              where even a lone spinner is preempted within a second or
+ *              so), or, where it never is (an isolated nohz_full CPU), the
+ *              library aborts after 10 s with "membarrier_heavy ...
+ *              blocked" on stderr.  A return without a context switch, a
+ *              hang, or another death fails.
+ *   churn      four threads issue 2000 heavy barriers at once while other
+ *              threads spin, sleep, and come and go: all return 0.
+ *   churn-one  one thread issues 3000 heavy barriers while three threads
+ *              create and join threads without pause: all return 0 (the
+ *              thread list grows between any two reads of it).
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/io_uring.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "tap.h"
+#include "testlib.h"
+
+/* A child that skips exits with this status after printing "SKIP: why". */
+#define SKIP_STATUS 77
+
+static int failures;
+
+#define CHECK(cond, ...) do { \
+	if (!(cond)) { \
+		printf("# FAILED: " __VA_ARGS__); \
+		printf(" (%s:%d)\n", __FILE__, __LINE__); \
+		fflush(stdout); \
+		failures++; \
+	} \
+} while (0)
+
+static volatile int stop;
+static struct membarrier_strategy strategy;
+
+static pid_t gettid_(void)
+{
+	return (pid_t)syscall(SYS_gettid);
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+/* Every child starts here: the library must have chosen the signal mechanism. */
+static void child_start(unsigned int seconds)
+{
+	alarm(seconds);	/* a hang is a failure (SIGALRM kills the child) */
+	setvbuf(stdout, NULL, _IOLBF, 0);	/* a pipe: keep lines a hang would lose */
+	if (membarrier_get_strategy(&strategy, sizeof(strategy)) != 0 ||
+	    strategy.heavy != MEMBARRIER_MECHANISM_SIGNAL) {
+		printf("# FAILED: heavy mechanism is %s, not signal\n",
+		       membarrier_mechanism_name(strategy.heavy));
+		exit(EXIT_FAILURE);
+	}
+	printf("# signal mechanism, signal %d\n", strategy.signal);
+	fflush(stdout);
+}
+
+static int heavy_n(int n)
+{
+	int errors = 0;
+
+	for (int i = 0; i < n; i++)
+		if (membarrier_heavy() != 0)
+			errors++;
+	return errors;
+}
+
+/* Context switches of thread tid so far, or -1. */
+static long ctxt_switches(pid_t tid)
+{
+	char path[64], line[128];
+	long total = 0, v;
+	int found = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
+	f = fopen(path, "re");
+	if (f == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "voluntary_ctxt_switches: %ld", &v) == 1 ||
+		    sscanf(line, "nonvoluntary_ctxt_switches: %ld", &v) == 1) {
+			total += v;
+			found++;
+		}
+	}
+	fclose(f);
+	return found == 2 ? total : -1;
+}
+
+static void pin_self(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	(void)sched_setaffinity(0, sizeof(set), &set);	/* best effort */
+}
+
+static void block_all(void)
+{
+	sigset_t all;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+}
+
+/* The state letter of thread tid (R, S, Z...), or '?'. */
+static char thread_state(pid_t tid)
+{
+	char path[64], buf[256], *p = NULL;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	f = fopen(path, "re");
+	if (f == NULL)
+		return '?';
+	if (fgets(buf, sizeof(buf), f))
+		p = strrchr(buf, ')');
+	fclose(f);
+	return p && p[1] == ' ' ? p[2] : '?';
+}
+
+/* Wait up to 2 s for thread tid to be asleep (S); 1 if it is. */
+static int wait_asleep(pid_t tid)
+{
+	for (int i = 0; i < 200; i++) {
+		if (thread_state(tid) == 'S')
+			return 1;
+		sleep_ms(10);
+	}
+	return 0;
+}
+
+/* Helpers: a thread running user code, one asleep, one asleep in poll(). */
+static void *spinner(void *arg)
+{
+	(void)arg;
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED))
+		membarrier_light();
+	return NULL;
+}
+
+static void *sleeper(void *arg)
+{
+	(void)arg;
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED))
+		sleep_ms(1);
+	return NULL;
+}
+
+/* Asleep in poll(), which a signal interrupts (EINTR, never restarted). */
+static int poll_eintr;
+static pid_t poller_tid;
+
+static void *poller(void *arg)
+{
+	struct pollfd pfd = { *(int *)arg, POLLIN, 0 };
+
+	__atomic_store_n(&poller_tid, gettid_(), __ATOMIC_RELEASE);
+	while (poll(&pfd, 1, -1) < 0 && errno == EINTR)
+		__atomic_fetch_add(&poll_eintr, 1, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+/* ---- zombie ------------------------------------------------------------ */
+
+static pthread_t zombie_helpers[3];
+static int zombie_pipe[2];
+
+static void *zombie_worker(void *arg)
+{
+	int errors;
+
+	(void)arg;
+	/* The premise: the main thread is a zombie in /proc/self/task. */
+	for (int i = 0; i < 100 && thread_state(getpid()) != 'Z'; i++)
+		sleep_ms(10);
+	CHECK(thread_state(getpid()) == 'Z', "the main thread is in state %c, not Z",
+	      thread_state(getpid()));
+	/* A poller still on its way into poll() could rightly be signalled. */
+	while (__atomic_load_n(&poller_tid, __ATOMIC_ACQUIRE) == 0)
+		sleep_ms(1);
+	CHECK(wait_asleep(poller_tid), "the poller never fell asleep");
+	errors = heavy_n(100);
+	CHECK(errors == 0, "%d of 100 heavy barriers failed", errors);
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	if (write(zombie_pipe[1], "x", 1) != 1)
+		failures++;
+	for (int i = 0; i < 3; i++)
+		pthread_join(zombie_helpers[i], NULL);
+	/* Sleepers are not signalled any more: no EINTR for them. */
+	CHECK(poll_eintr == 0, "a thread asleep in poll() got EINTR %d times", poll_eintr);
+	printf("# %d heavy barriers with the main thread a zombie\n", 100 - errors);
+	fflush(stdout);
+	exit(failures ? EXIT_FAILURE : EXIT_SUCCESS);
+}
+
+static int case_zombie(void)
+{
+	pthread_t t;
+
+	child_start(20);
+	if (pipe(zombie_pipe) != 0)
+		return EXIT_FAILURE;
+	pthread_create(&zombie_helpers[0], NULL, spinner, NULL);
+	pthread_create(&zombie_helpers[1], NULL, sleeper, NULL);
+	pthread_create(&zombie_helpers[2], NULL, poller, &zombie_pipe[0]);
+	pthread_create(&t, NULL, zombie_worker, NULL);
+	pthread_exit(NULL);
+}
+
+/* ---- sigwait ----------------------------------------------------------- */
+
+#define MAX_GOT 64
+static int got[MAX_GOT], ngot;
+static pid_t consumer_tid;
+
+static void *consumer(void *arg)
+{
+	sigset_t all;
+
+	(void)arg;
+	__atomic_store_n(&consumer_tid, gettid_(), __ATOMIC_RELEASE);
+	sigfillset(&all);
+	for (;;) {
+		siginfo_t si;
+		int sig = sigwaitinfo(&all, &si);
+
+		if (sig < 0)
+			continue;
+		if (ngot < MAX_GOT)
+			got[ngot++] = sig;
+		printf("# consumer got signal %d\n", sig);
+		fflush(stdout);
+		if (sig == SIGALRM) {
+			/* Our own hang guard, which every thread blocks. */
+			printf("# FAILED: hung (SIGALRM)\n");
+			fflush(stdout);
+			_exit(3);
+		}
+		if (sig == SIGUSR1)
+			return NULL;
+	}
+}
+
+static void *sigwait_heavy(void *arg)
+{
+	*(int *)arg = heavy_n(100);
+	return NULL;
+}
+
+static int case_sigwait(void)
+{
+	pthread_t cons, heavy, helper;
+	int errors = -1, lib = 0;
+
+	child_start(20);
+	block_all();	/* before any thread: every thread inherits it */
+	pthread_create(&cons, NULL, consumer, NULL);
+	pthread_create(&helper, NULL, sleeper, NULL);
+	/* The consumer is asleep in sigwaitinfo(): a running one could rightly
+	 * be sent the signal (and take it). */
+	while (__atomic_load_n(&consumer_tid, __ATOMIC_ACQUIRE) == 0)
+		sleep_ms(1);
+	CHECK(wait_asleep(consumer_tid), "the consumer never fell asleep");
+	pthread_create(&heavy, NULL, sigwait_heavy, &errors);
+	pthread_join(heavy, NULL);
+	CHECK(errors == 0, "%d of 100 heavy barriers failed", errors);
+	pthread_kill(cons, SIGUSR1);
+	pthread_join(cons, NULL);
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	pthread_join(helper, NULL);
+	for (int i = 0; i < ngot; i++)
+		lib |= got[i] == strategy.signal;
+	CHECK(!lib, "the consumer received the library's signal %d", strategy.signal);
+	CHECK(ngot == 1 && got[0] == SIGUSR1, "the consumer got %d signals, not SIGUSR1 only",
+	      ngot);
+	return failures ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+/* ---- io-uring ---------------------------------------------------------- */
+
+/* The tid of a thread whose comm starts with prefix, or 0. */
+static pid_t find_thread(const char *prefix)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	pid_t tid = 0;
+
+	if (d == NULL)
+		return 0;
+	while (tid == 0 && (e = readdir(d)) != NULL) {
+		char path[300], comm[32] = "";
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		f = fopen(path, "re");
+		if (f == NULL)
+			continue;
+		if (fgets(comm, sizeof(comm), f) && strncmp(comm, prefix, strlen(prefix)) == 0)
+			tid = (pid_t)atoi(e->d_name);
+		fclose(f);
+	}
+	closedir(d);
+	return tid;
+}
+
+static int case_io_uring(void)
+{
+	struct io_uring_params p;
+	pthread_t t;
+	pid_t sqp = 0;
+	int fd, errors;
+
+	child_start(20);
+	memset(&p, 0, sizeof(p));
+	p.flags = IORING_SETUP_SQPOLL;
+	p.sq_thread_idle = 2000;	/* ms: the poller stays busy meanwhile */
+	fd = (int)syscall(SYS_io_uring_setup, 8, &p);
+	if (fd < 0) {
+		int err = errno;
+
+		if (err == ENOSYS || err == EPERM || err == EINVAL) {
+			printf("SKIP: io_uring_setup: %s\n", strerror(err));
+			return SKIP_STATUS;
+		}
+		printf("# FAILED: io_uring_setup: %s\n", strerror(err));
+		return EXIT_FAILURE;
+	}
+	for (int i = 0; i < 100 && sqp == 0; i++) {
+		sqp = find_thread("iou-sqp-");
+		if (sqp == 0)
+			sleep_ms(10);
+	}
+	CHECK(sqp != 0, "no iou-sqp-* thread in /proc/self/task");
+	if (sqp)
+		printf("# SQPOLL thread %d\n", (int)sqp);
+	pthread_create(&t, NULL, spinner, NULL);
+	errors = heavy_n(100);
+	CHECK(errors == 0, "%d of 100 heavy barriers failed", errors);
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	pthread_join(t, NULL);
+	close(fd);
+	return failures ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+/* ---- blocked and spinning ---------------------------------------------- */
+
+enum { PH_START, PH_SPIN, PH_SLEEP, PH_AWAKE };
+static int phase;
+static pid_t target_tid;
+
+/* arg 0: spin 300 ms, sleep 1 s, then idle asleep; arg 1: spin forever. */
+static void *blocked_thread(void *arg)
+{
+	double end;
+
+	block_all();
+	pin_self(1);
+	target_tid = gettid_();
+	end = now() + 0.3;
+	__atomic_store_n(&phase, PH_SPIN, __ATOMIC_RELEASE);
+	if (arg)
+		for (;;)
+			__asm__ __volatile__("" : : : "memory");
+	while (now() < end)
+		;
+	__atomic_store_n(&phase, PH_SLEEP, __ATOMIC_RELEASE);
+	sleep_ms(1000);
+	__atomic_store_n(&phase, PH_AWAKE, __ATOMIC_RELEASE);
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED))
+		sleep_ms(10);
+	return NULL;
+}
+
+static int case_blocked(void)
+{
+	static const char *const names[] = { "starting", "spinning", "asleep", "awake" };
+	long before, after;
+	double t0;
+	pthread_t t;
+	int ret, ph;
+
+	child_start(20);
+	pin_self(0);
+	pthread_create(&t, NULL, blocked_thread, NULL);
+	while (__atomic_load_n(&phase, __ATOMIC_ACQUIRE) == PH_START)
+		sched_yield();
+	before = ctxt_switches(target_tid);
+	t0 = now();
+	ret = membarrier_heavy();
+	ph = __atomic_load_n(&phase, __ATOMIC_ACQUIRE);
+	after = ctxt_switches(target_tid);
+	printf("# heavy returned %d after %.3f s, the thread %s, %ld -> %ld context switches\n",
+	       ret, now() - t0, names[ph], before, after);
+	CHECK(ret == 0, "heavy returned %d (%s)", ret, strerror(errno));
+	CHECK(before >= 0 && after > before,
+	      "heavy returned but the blocked thread was never switched out");
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	pthread_join(t, NULL);
+	return failures ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+static int case_spinning(void)
+{
+	long before, after;
+	pthread_t t;
+	int ret;
+
+	child_start(30);
+	pin_self(0);
+	pthread_create(&t, NULL, blocked_thread, (void *)1);
+	while (__atomic_load_n(&phase, __ATOMIC_ACQUIRE) == PH_START)
+		sched_yield();
+	before = ctxt_switches(target_tid);
+	ret = membarrier_heavy();
+	after = ctxt_switches(target_tid);
+	printf("# heavy returned %d; the spinning thread: %ld -> %ld context switches\n",
+	       ret, before, after);
+	fflush(stdout);
+	if (ret == 0 && before >= 0 && after > before)
+		_exit(EXIT_SUCCESS);	/* preempted: a barrier */
+	printf("# FAILED: heavy returned without a barrier on the spinning thread\n");
+	fflush(stdout);
+	_exit(EXIT_FAILURE);
+}
+
+/* ---- churn ------------------------------------------------------------- */
+
+static void *short_lived(void *arg)
+{
+	return arg;
+}
+
+static void *churner(void *arg)
+{
+	(void)arg;
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
+		pthread_t t;
+
+		if (pthread_create(&t, NULL, short_lived, NULL) == 0)
+			pthread_join(t, NULL);
+	}
+	return NULL;
+}
+
+static void *churn_heavy(void *arg)
+{
+	int errors = heavy_n(500);
+
+	__atomic_fetch_add((int *)arg, errors, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+static int case_churn(void)
+{
+	pthread_t helpers[5], callers[3];
+	int errors = 0;
+	double t0;
+
+	child_start(60);
+	pthread_create(&helpers[0], NULL, spinner, NULL);
+	pthread_create(&helpers[1], NULL, spinner, NULL);
+	pthread_create(&helpers[2], NULL, sleeper, NULL);
+	pthread_create(&helpers[3], NULL, churner, NULL);
+	pthread_create(&helpers[4], NULL, churner, NULL);
+	t0 = now();
+	for (int i = 0; i < 3; i++)
+		pthread_create(&callers[i], NULL, churn_heavy, &errors);
+	churn_heavy(&errors);
+	for (int i = 0; i < 3; i++)
+		pthread_join(callers[i], NULL);
+	printf("# 2000 heavy barriers from 4 threads in %.2f s\n", now() - t0);
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	for (int i = 0; i < 5; i++)
+		pthread_join(helpers[i], NULL);
+	CHECK(errors == 0, "%d of 2000 heavy barriers failed", errors);
+	return failures ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+/*
+ * One caller, so every call reuses the same per-call state (one slot of
+ * the library's), while three threads create and join threads: the thread
+ * list changes between any two reads of it, every call.
+ */
+static int case_churn_one(void)
+{
+	pthread_t helpers[3];
+	int errors;
+	double t0;
+
+	child_start(60);
+	for (int i = 0; i < 3; i++)
+		pthread_create(&helpers[i], NULL, churner, NULL);
+	t0 = now();
+	errors = heavy_n(3000);
+	printf("# 3000 heavy barriers from one thread in %.2f s\n", now() - t0);
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	for (int i = 0; i < 3; i++)
+		pthread_join(helpers[i], NULL);
+	CHECK(errors == 0, "%d of 3000 heavy barriers failed", errors);
+	return failures ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+/* ---- the parent -------------------------------------------------------- */
+
+struct tcase {
+	const char *name;
+	int (*run)(void);
+	int bound;		/* seconds before the parent kills the child */
+	int aborts;		/* also right: SIGABRT with both strings on stderr */
+	const char *what;
+};
+
+static const struct tcase cases[] = {
+	{ "zombie", case_zombie, 30, 0,
+	  "main thread a zombie after pthread_exit(): 100 heavy barriers return, exit 0" },
+	{ "sigwait", case_sigwait, 30, 0,
+	  "all signals blocked, a sigwaitinfo() consumer: heavy returns, consumer gets SIGUSR1 only" },
+	{ "io-uring", case_io_uring, 30, 0,
+	  "an io_uring SQPOLL thread: 100 heavy barriers return" },
+	{ "blocked", case_blocked, 30, 0,
+	  "a thread spinning with all signals blocked, then asleep: heavy returns 0 once it is switched out" },
+	{ "spinning", case_spinning, 40, 1,
+	  "a thread spinning forever with all signals blocked: heavy returns only once it was switched out, else aborts after 10 s saying why" },
+	{ "churn", case_churn, 75, 0,
+	  "2000 heavy barriers from 4 threads amid thread churn return 0" },
+	{ "churn-one", case_churn_one, 75, 0,
+	  "3000 heavy barriers from one thread while 3 threads churn return 0" },
+};
+#define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
+
+/* Append what fd has to buf (NUL-terminated); 0 at end of file. */
+static int drain(int fd, char *buf, size_t size, size_t *len)
+{
+	ssize_t n;
+
+	if (*len + 1 >= size) {
+		char junk[512];
+
+		return read(fd, junk, sizeof(junk)) > 0;
+	}
+	n = read(fd, buf + *len, size - 1 - *len);
+	if (n > 0) {
+		*len += (size_t)n;
+		buf[*len] = '\0';
+	}
+	return n > 0 || (n < 0 && errno == EINTR);
+}
+
+static void print_as_comments(const char *label, const char *text)
+{
+	const char *p = text;
+
+	while (*p) {
+		const char *nl = strchr(p, '\n');
+		int len = nl ? (int)(nl - p) : (int)strlen(p);
+
+		if (strncmp(p, "SKIP: ", 6) == 0)
+			;	/* reported on the test line */
+		else if (strncmp(p, "# ", 2) == 0)
+			printf("%.*s\n", len, p);
+		else
+			printf("# %s%.*s\n", label, len, p);
+		p += len + (nl != NULL);
+	}
+}
+
+static void run_case(const struct tcase *c, const char *argv0)
+{
+	char out[8192] = "", err[8192] = "";
+	size_t outlen = 0, errlen = 0;
+	int po[2], pe[2], status = 0, reaped = 0, killed = 0;
+	int open_o = 1, open_e = 1;
+	double deadline = now() + c->bound, t0 = now();
+	const char *skip;
+	pid_t pid;
+
+	if (pipe2(po, O_CLOEXEC) != 0 || pipe2(pe, O_CLOEXEC) != 0)
+		tap_bail("pipe: %s", strerror(errno));
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		tap_bail("fork: %s", strerror(errno));
+	if (pid == 0) {
+		setenv("LIBMEMBARRIER_HEAVY", "signal", 1);
+		unsetenv("LIBMEMBARRIER_SIGNAL");
+		dup2(po[1], STDOUT_FILENO);
+		dup2(pe[1], STDERR_FILENO);
+		execl("/proc/self/exe", argv0, "--case", c->name, (char *)NULL);
+		_exit(97);
+	}
+	close(po[1]);
+	close(pe[1]);
+	while (!reaped || open_o || open_e) {
+		struct pollfd fds[2] = { { po[0], POLLIN, 0 }, { pe[0], POLLIN, 0 } };
+
+		if (!reaped && waitpid(pid, &status, WNOHANG) == pid)
+			reaped = 1;
+		if (!reaped && now() > deadline) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			reaped = killed = 1;
+		}
+		fds[0].fd = open_o ? po[0] : -1;
+		fds[1].fd = open_e ? pe[0] : -1;
+		if (poll(fds, 2, 100) > 0) {
+			if (open_o && (fds[0].revents & (POLLIN | POLLHUP)))
+				open_o = drain(po[0], out, sizeof(out), &outlen);
+			if (open_e && (fds[1].revents & (POLLIN | POLLHUP)))
+				open_e = drain(pe[0], err, sizeof(err), &errlen);
+		}
+	}
+	close(po[0]);
+	close(pe[0]);
+
+	print_as_comments("", out);
+	print_as_comments("stderr: ", err);
+	if (killed) {
+		tap_ok(0, "%s: hung, killed after %d s", c->what, c->bound);
+		return;
+	}
+	printf("# %s: status 0x%x after %.1f s\n", c->name, (unsigned int)status, now() - t0);
+	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM) {
+		tap_ok(0, "%s: hung (the child's alarm fired)", c->what);
+		return;
+	}
+	skip = strstr(out, "SKIP: ");
+	if (WIFEXITED(status) && WEXITSTATUS(status) == SKIP_STATUS && skip) {
+		const char *nl = strchr(skip, '\n');
+
+		printf("ok - %s # SKIP %.*s\n", c->what,
+		       nl ? (int)(nl - skip - 6) : (int)strlen(skip + 6), skip + 6);
+		fflush(stdout);
+		tap_run++;
+		return;
+	}
+	if (c->aborts)
+		tap_ok((WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT &&
+			strstr(err, "membarrier_heavy") && strstr(err, "blocked")) ||
+		       (WIFEXITED(status) && WEXITSTATUS(status) == 0),
+		       "%s (status 0x%x)", c->what, (unsigned int)status);
+	else
+		tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s (status 0x%x)",
+		       c->what, (unsigned int)status);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && strcmp(argv[1], "--case") == 0) {
+		for (int i = 0; i < NCASES; i++)
+			if (strcmp(argv[2], cases[i].name) == 0)
+				return cases[i].run();
+		return 2;
+	}
+	/* Run some cases only: signal-cases NAME... */
+	tap_plan(argc > 1 ? argc - 1 : NCASES);
+	for (int i = 0; i < NCASES; i++) {
+		int chosen = argc == 1;
+
+		for (int j = 1; j < argc; j++)
+			chosen |= strcmp(argv[j], cases[i].name) == 0;
+		if (chosen)
+			run_case(&cases[i], argv[0]);
+	}
+	return tap_exit();
+}
