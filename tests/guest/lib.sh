@@ -99,7 +99,8 @@ build_library_tests() {
 			{ echo "Bail out! cannot build $(basename "$f")"; exit 1; }
 	done
 	for f in tests/commands.c tests/errors.c tests/cache.c tests/fallback.c \
-		 tests/fork.c tests/litmus.c tools/membarrier-info.c; do
+		 tests/fork.c tests/litmus.c tests/errno-table.c tests/signal-cases.c \
+		 tools/membarrier-info.c; do
 		"${cc[@]}" -o "$lib/$(basename "$f" .c)" "$src/$f" "$lib"/obj/*.o ||
 			{ echo "Bail out! cannot build $f statically"; exit 1; }
 	done
