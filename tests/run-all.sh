@@ -108,7 +108,7 @@ LITMUS_ROUNDS=100000 run asan-ubsan --enable-sanitizers=address,undefined --disa
 # churn the fallback and fork tests time out under it.  TSan's
 # instrumentation also hides the store-buffer reordering the litmus
 # control must find.  The default and ASan+UBSan builds run them in full.
-CHECK_TESTS="tests/commands tests/errors tests/cache tests/race tests/header.sh tests/symbols.sh tests/info.sh" \
+CHECK_TESTS="tests/commands tests/errors tests/errno-table tests/cache tests/race tests/header.sh tests/symbols.sh tests/info.sh" \
 TSAN_OPTIONS="halt_on_error=1" run tsan --enable-sanitizers=thread --disable-guest-tests
 unset CHECK_TESTS
 # The whole host suite as native 32-bit code (gcc -m32 on x86_64: the
