@@ -21,6 +21,11 @@
  *                            (see libmembarrier/signal.c)
  *         heavy              membarrier_heavy(), whose mechanism is the
  *                            library's choice or LIBMEMBARRIER_HEAVY's
+ *   latency threads RUNNING SLEEPING MAXCALLS [LABEL]
+ *       membarrier_heavy() from CPU 0 with RUNNING threads running
+ *       membarrier_light() in a loop (on CPUs 1, 2, ... in turn) and
+ *       SLEEPING threads asleep in pause(): what the signal mechanism
+ *       (LIBMEMBARRIER_HEAVY=signal) pays per thread of each kind.
  *
  * Prints one line "RESULT key=value ..." per measurement: mean, median and
  * fastest call in microseconds, and the function call IPIs (CAL row of
@@ -52,6 +57,51 @@ static void *reader(void *arg)
 	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED))
 		membarrier_light();
 	return NULL;
+}
+
+static void *sleeper(void *arg)
+{
+	(void)arg;
+	for (;;)
+		pause();
+	return NULL;
+}
+
+/* heavy() with `running` spinning and `sleeping` sleeping threads. */
+static int threads(int running, int sleeping, long maxcalls, const char *label)
+{
+	struct membarrier_strategy st;
+	int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	pthread_t t;
+	double *lat = calloc((size_t)maxcalls, sizeof(*lat)), sum = 0;
+
+	if (lat == NULL || ncpu < 1)
+		return 1;
+	membarrier_get_strategy(&st, sizeof(st));
+	bench_pin(0);
+	for (int i = 0; i < running; i++)
+		pthread_create(&t, NULL, reader, (void *)(long)(ncpu > 1 ? 1 + i % (ncpu - 1) : 0));
+	for (int i = 0; i < sleeping; i++)
+		pthread_create(&t, NULL, sleeper, NULL);
+	usleep(200000);
+	for (long k = 0; k < maxcalls; k++) {
+		double c0 = bench_now();
+
+		if (membarrier_heavy() != 0) {
+			perror("membarrier_heavy");
+			return 1;
+		}
+		lat[k] = bench_now() - c0;
+		sum += lat[k];
+	}
+	qsort(lat, (size_t)maxcalls, sizeof(*lat), bench_cmp_double);
+	printf("RESULT label=%s running=%d sleeping=%d calls=%ld mean_us=%.2f median_us=%.2f p90_us=%.2f min_us=%.2f mech=%s\n",
+	       label, running, sleeping, maxcalls, sum / (double)maxcalls * 1e6,
+	       lat[maxcalls / 2] * 1e6, lat[maxcalls * 9 / 10] * 1e6, lat[0] * 1e6,
+	       membarrier_mechanism_name(st.heavy));
+	/* The spinning threads never stop: exit without joining them. */
+	fflush(stdout);
+	_exit(0);
 }
 
 static double median5(double v[5])
@@ -111,9 +161,13 @@ int main(int argc, char **argv)
 
 	if (argc == 3 && strcmp(argv[1], "query") == 0 && atol(argv[2]) > 0)
 		return query(atol(argv[2]));
+	if ((argc == 5 || argc == 6) && strcmp(argv[1], "threads") == 0 && atol(argv[4]) > 0)
+		return threads(atoi(argv[2]), atoi(argv[3]), atol(argv[4]),
+			       argc == 6 ? argv[5] : "threads");
 	if (argc < 4 || argc > 5 || atof(argv[2]) <= 0 || atol(argv[3]) <= 0) {
 		fprintf(stderr, "usage: latency query N\n"
-				"       latency MECH SECONDS MAXCALLS [LABEL]\n");
+				"       latency MECH SECONDS MAXCALLS [LABEL]\n"
+				"       latency threads RUNNING SLEEPING MAXCALLS [LABEL]\n");
 		return 2;
 	}
 	mech = argv[1];

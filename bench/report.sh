@@ -194,6 +194,12 @@ rv=$(m repeat_vcpus)
 g_global=$(get guest-latency.txt repeat-global mean_us "$rv")
 g_shared=$(get guest-latency.txt repeat-shared-expedited-on mean_us "$rv")
 g_private=$(get guest-latency.txt repeat-private-expedited mean_us "$rv")
+s1=$(get signal.txt signal-1-running median_us)
+s1p=$(get signal.txt signal-1-running p90_us)
+s32=$(get signal.txt signal-32-sleeping median_us)
+s32p=$(get signal.txt signal-32-sleeping p90_us)
+s133=$(get signal.txt signal-1-running-32-sleeping median_us)
+s133p=$(get signal.txt signal-1-running-32-sleeping p90_us)
 q_k=$(get wrapper.txt query-kernel ns)
 q_l=$(get wrapper.txt query-library ns)
 i_pl=$(get wrapper.txt instr-private-expedited-library instructions)
@@ -439,6 +445,19 @@ repeatable on a noisy machine.  Times are host medians of 5 runs of 10^6 calls.
 | PRIVATE_EXPEDITED, instructions per call | ${i_pl:--} | ${i_pr:--} |
 | QUERY, instructions per call | ${i_ql:--} | ${i_qr:--} |
 | QUERY, ns per call (library: from its cache; raw: the kernel) | $(fmt "$q_l") | $(fmt "$q_k") |
+
+## 5. The signal mechanism
+
+\`membarrier_heavy()\` with \`LIBMEMBARRIER_HEAVY=signal\` (the path of every
+sandboxed or membarrier-less process), 2000 calls from CPU 0 (\`latency
+threads\`).  A running thread gets the signal; a sleeping one costs a read
+of /proc/self/task/TID/syscall and is not woken (libmembarrier/signal.c).
+
+| other threads | median, us | p90, us |
+|---|---|---|
+| 1 running | $(fmt "$s1") | $(fmt "$s1p") |
+| 32 sleeping | $(fmt "$s32") | $(fmt "$s32p") |
+| 1 running, 32 sleeping | $(fmt "$s133") | $(fmt "$s133p") |
 
 ## Goals
 

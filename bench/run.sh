@@ -196,6 +196,14 @@ for cmd in query private-expedited; do
 	done
 done | tee -a "$data/wrapper.txt" | show
 
+# ### 5. The signal mechanism per thread (host) ################################
+progress "host: membarrier_heavy() over signals with 1 running / 32 sleeping threads"
+{
+	LIBMEMBARRIER_HEAVY=signal "$b/latency" threads 1 0 2000 signal-1-running
+	LIBMEMBARRIER_HEAVY=signal "$b/latency" threads 0 32 2000 signal-32-sleeping
+	LIBMEMBARRIER_HEAVY=signal "$b/latency" threads 1 32 2000 signal-1-running-32-sleeping
+} 2>&1 | tee "$data/signal.txt" | show
+
 # ### Guests ###################################################################
 progress "guest: the patched kernel (kernel/build.sh patched; cached after the first build)"
 kdir=$("$top_srcdir/kernel/build.sh" patched | tail -n 1)
