@@ -36,7 +36,8 @@
  *   bits  0..3   enum membarrier_mechanism used by membarrier_heavy()
  *   bit   4      probing skipped on request (LIBMEMBARRIER_HEAVY)
  *   bit   5      LIBMEMBARRIER_HEAVY held an unknown value
- *   bit   6      SYNC_CORE emulated by the signal mechanism
+ *   bit   6      SYNC_CORE (and its registration) emulated
+ *   bit   7      PRIVATE_EXPEDITED (and its registration) emulated
  *   bits  8..15  signal chosen at start-up for the signal mechanism
  *   bit  31      the word is valid
  */
@@ -54,6 +55,19 @@ typedef struct {
 #define LMB_L_SKIPPED		(UINT32_C(1) << 4)
 #define LMB_L_ENV_INVALID	(UINT32_C(1) << 5)
 #define LMB_L_SYNC_CORE		(UINT32_C(1) << 6)
+#define LMB_L_PRIVATE		(UINT32_C(1) << 7)
+
+/* The words themselves (state.c), for membarrier()'s fast path. */
+extern uint32_t lmb_kern_word, lmb_lib_word;
+
+/* The commands the library word says are emulated. */
+static inline int lmb_lib_emulated(uint32_t lib)
+{
+	return ((lib & LMB_L_PRIVATE) ? MEMBARRIER_CMD_PRIVATE_EXPEDITED |
+					MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED : 0) |
+	       ((lib & LMB_L_SYNC_CORE) ? MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE |
+					  MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE : 0);
+}
 
 /* The kernel's QUERY mask, 0 when it failed or was not asked. */
 static inline int lmb_st_kmask(lmb_state_t st)
@@ -99,9 +113,33 @@ int lmb_registration(int mechanism);
  */
 long lmb_syscall(long nr, long a, long b, long c, long d);
 
+/*
+ * membarrier(2) itself, returning the result or -errno: an inline system
+ * call where this file knows the architecture's convention (no errno
+ * round trip, no varargs call), lmb_syscall() elsewhere.
+ */
 static inline int lmb_sys_membarrier(int cmd, unsigned int flags, int cpu_id)
 {
+#if defined(__x86_64__) && !defined(__ILP32__)
+	long ret;
+
+	__asm__ __volatile__("syscall"
+			     : "=a"(ret)
+			     : "0"((long)SYS_membarrier), "D"((long)cmd), "S"((long)flags),
+			       "d"((long)cpu_id)
+			     : "rcx", "r11", "memory");
+	return (int)ret;
+#elif defined(__aarch64__)
+	register long x8 __asm__("x8") = SYS_membarrier;
+	register long x0 __asm__("x0") = cmd;
+	register long x1 __asm__("x1") = (long)flags;
+	register long x2 __asm__("x2") = cpu_id;
+
+	__asm__ __volatile__("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2) : "memory");
+	return (int)x0;
+#else
 	return (int)lmb_syscall(SYS_membarrier, cmd, (long)flags, cpu_id, 0);
+#endif
 }
 
 /*
@@ -109,6 +147,9 @@ static inline int lmb_sys_membarrier(int cmd, unsigned int flags, int cpu_id)
  * returns the kernel's result or -errno (kernel.c).
  */
 int lmb_kernel_call(int cmd, unsigned int flags, int cpu_id);
+
+/* The same after the kernel answered EPERM: register, retry once. */
+int lmb_kernel_retry(int cmd, unsigned int flags, int cpu_id);
 
 /*
  * The signal mechanism (signal.c).  lmb_signal_setup() chooses the signal

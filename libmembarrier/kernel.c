@@ -21,9 +21,8 @@ static int lmb_register_command_for(int cmd)
 	return 0;
 }
 
-int lmb_kernel_call(int cmd, unsigned int flags, int cpu_id)
+int lmb_kernel_retry(int cmd, unsigned int flags, int cpu_id)
 {
-	int ret = lmb_sys_membarrier(cmd, flags, cpu_id);
 	int reg = lmb_register_command_for(cmd);
 
 	/*
@@ -32,7 +31,14 @@ int lmb_kernel_call(int cmd, unsigned int flags, int cpu_id)
 	 * (a process restored by CRIU before it migrated registrations).
 	 * Register once and retry.
 	 */
-	if (ret == -EPERM && reg != 0 && lmb_sys_membarrier(reg, 0, 0) == 0)
-		ret = lmb_sys_membarrier(cmd, flags, cpu_id);
-	return ret;
+	if (reg != 0 && lmb_sys_membarrier(reg, 0, 0) == 0)
+		return lmb_sys_membarrier(cmd, flags, cpu_id);
+	return -EPERM;
+}
+
+int lmb_kernel_call(int cmd, unsigned int flags, int cpu_id)
+{
+	int ret = lmb_sys_membarrier(cmd, flags, cpu_id);
+
+	return ret == -EPERM ? lmb_kernel_retry(cmd, flags, cpu_id) : ret;
 }

@@ -40,7 +40,9 @@ static int lmb_result(int ret)
 	return ret < 0 ? lmb_fail(-ret) : ret;
 }
 
-LMB_EXPORT int membarrier(int cmd, unsigned int flags, int cpu_id)
+/* Everything but the common calls: see the comment at the top. */
+__attribute__((noinline)) static int lmb_membarrier_slow(int cmd, unsigned int flags,
+							 int cpu_id)
 {
 	lmb_state_t st = lmb_state();
 	int emulated = lmb_emulated_commands(st);
@@ -73,4 +75,37 @@ LMB_EXPORT int membarrier(int cmd, unsigned int flags, int cpu_id)
 	if (!single || !(lmb_st_kmask(st) & cmd))
 		return lmb_fail(EINVAL);
 	return lmb_result(lmb_kernel_call(cmd, flags, cpu_id));
+}
+
+/*
+ * The common calls, once the state is known and the kernel answered the
+ * library's own QUERY (not with LIBMEMBARRIER_HEAVY=signal|fence, where
+ * the forced mechanism serves PRIVATE_EXPEDITED): QUERY itself, and a command the kernel has and the library does
+ * not emulate, whose result goes back as it is (after EPERM, for a
+ * private expedited command whose registration was lost, the library
+ * registers and retries once, as in kernel.c).
+ */
+LMB_EXPORT int membarrier(int cmd, unsigned int flags, int cpu_id)
+{
+	uint32_t lib = __atomic_load_n(&lmb_lib_word, __ATOMIC_ACQUIRE);
+	uint32_t kern = __atomic_load_n(&lmb_kern_word, __ATOMIC_RELAXED);
+
+	if (__builtin_expect((lib & (LMB_L_VALID | LMB_L_SKIPPED)) == LMB_L_VALID &&
+			     !(kern & (LMB_K_FAILED | LMB_K_UNASKED)), 1)) {
+		int kmask = (int)(kern & LMB_K_MASK);
+
+		if (cmd == MEMBARRIER_CMD_QUERY && flags == 0)
+			return kmask | lmb_lib_emulated(lib);
+		/* The library emulates only commands the kernel lacks. */
+		if ((kmask & cmd) && (cmd & (cmd - 1)) == 0) {
+			int ret = lmb_sys_membarrier(cmd, flags, cpu_id);
+
+			if (__builtin_expect(ret >= 0, 1))
+				return ret;
+			if (ret == -EPERM)
+				ret = lmb_kernel_retry(cmd, flags, cpu_id);
+			return ret < 0 ? lmb_fail(-ret) : ret;
+		}
+	}
+	return lmb_membarrier_slow(cmd, flags, cpu_id);
 }

@@ -20,7 +20,7 @@
 /* Starts at 1: until a real heavy mechanism is known, light is a fence. */
 LMB_EXPORT int libmembarrier_light_fence = 1;
 
-static uint32_t lmb_kern_word, lmb_lib_word;
+uint32_t lmb_kern_word, lmb_lib_word;
 
 static const struct {
 	const char *name;
@@ -230,6 +230,18 @@ static lmb_state_t lmb_probe(void)
 	if (heavy == MEMBARRIER_MECHANISM_SIGNAL && !skipped && lmb_signal_can_sync_core() &&
 	    !(kmask & MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE))
 		st.lib |= LMB_L_SYNC_CORE;
+	/*
+	 * Where the kernel lacks PRIVATE_EXPEDITED, the library provides it
+	 * with whatever heavy mechanism it found (each of them orders at
+	 * least every thread of the process), and makes its registration a
+	 * no-op.  With no process-wide barrier at all it cannot: a caller of
+	 * membarrier() pairs it with a compiler barrier, not a fence.  With
+	 * the probe skipped the kernel's mask is not known: the forced
+	 * mechanism serves PRIVATE_EXPEDITED, the kernel the rest.
+	 */
+	if (heavy != MEMBARRIER_MECHANISM_FENCE &&
+	    (skipped || !(kmask & MEMBARRIER_CMD_PRIVATE_EXPEDITED)))
+		st.lib |= LMB_L_PRIVATE;
 	return st;
 }
 
@@ -282,26 +294,7 @@ __attribute__((constructor)) static void lmb_init(void)
 
 int lmb_emulated_commands(lmb_state_t st)
 {
-	int kmask = lmb_st_kmask(st), emulated = 0;
-
-	/*
-	 * Where the kernel lacks PRIVATE_EXPEDITED, the library provides it
-	 * with whatever heavy mechanism it found (each of them orders at
-	 * least every thread of the process), and makes its registration a
-	 * no-op.  With no process-wide barrier at all it cannot: a caller of
-	 * membarrier() pairs it with a compiler barrier, not a fence.  With
-	 * the probe skipped the kernel's mask is not known: the forced
-	 * mechanism serves PRIVATE_EXPEDITED, the kernel the rest.
-	 */
-	if (lmb_st_heavy(st) == MEMBARRIER_MECHANISM_FENCE)
-		return 0;
-	if ((st.lib & LMB_L_SKIPPED) || !(kmask & MEMBARRIER_CMD_PRIVATE_EXPEDITED))
-		emulated |= MEMBARRIER_CMD_PRIVATE_EXPEDITED |
-			    MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED;
-	if (st.lib & LMB_L_SYNC_CORE)
-		emulated |= MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE |
-			    MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE;
-	return emulated;
+	return lmb_lib_emulated(st.lib);
 }
 
 LMB_EXPORT int membarrier_get_strategy(struct membarrier_strategy *strategy,
