@@ -75,6 +75,7 @@
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 
 /*
  * LMB_SCHED_SYNCS_CORE: every return to user mode is context synchronising
@@ -98,9 +99,16 @@
 #define LMB_BATCH 64		/* threads signalled per round */
 #define LMB_BLOCKED_LIMIT 10	/* seconds, see (D) */
 
-/* include/linux/sched.h; stable, shown in /proc/PID/stat since 2.6. */
+/*
+ * include/linux/sched.h, shown in /proc/PID/stat.  PF_KTHREAD has kept its
+ * value since 2.6; 0x10 is PF_IO_WORKER only since io threads joined the
+ * thread group (5.12): before, it was PF_VCPU, set on a KVM vCPU thread
+ * that does return to user code.  lmb_pf_never_user holds what applies to
+ * the running kernel (lmb_signal_setup()).
+ */
 #define LMB_PF_IO_WORKER 0x00000010u
 #define LMB_PF_KTHREAD	 0x00200000u
+static unsigned long lmb_pf_never_user = LMB_PF_KTHREAD;
 
 /*
  * A barrier in progress owns a slot.  The signal carries the slot's index
@@ -121,7 +129,20 @@ struct lmb_slot {
 	unsigned int done[LMB_BATCH];
 };
 
-/* What the owner of a slot keeps between calls, across fork() too. */
+/* What a round knows of a thread it signalled (lmb_round()). */
+struct lmb_target {
+	pid_t tid;
+	int done;
+	int sent;
+	int have_base;
+	unsigned long base;	/* context switches when first looked at */
+};
+
+/*
+ * What the owner of a slot keeps between calls, across fork() too, and
+ * its working storage: static rather than on the stack, so that a heavy
+ * barrier from a signal handler on a small alternate stack fits.
+ */
 struct lmb_own {
 	int fd;			/* /proc/self/task plus one; 0 if none */
 	pid_t pid;		/* the process that opened it */
@@ -129,12 +150,25 @@ struct lmb_own {
 	ino_t ino;
 	char *buf;		/* mmap()ed list buffer, when 2 KiB is too small */
 	size_t size;
+	char stack[2048] __attribute__((aligned(8)));	/* the list, usually */
+	struct lmb_target t[LMB_BATCH];
 };
 
 static struct lmb_slot lmb_slots[LMB_SLOTS];
 static struct lmb_own lmb_owns[LMB_SLOTS];
 static int lmb_sig;		/* the signal in use; 0 until chosen */
 static int lmb_atfork_done;
+
+/*
+ * Threads seen blocking the signal.  Real-time signals queue, one per
+ * send, and only the target can take them: a thread that blocks ours
+ * would collect one per barrier, all charged to the user's
+ * RLIMIT_SIGPENDING.  A thread listed here is sent the signal only when
+ * its status shows it unblocked and none of ours pending.  Lossy: when
+ * the table is full, threads are sent the signal as before.
+ */
+#define LMB_BLOCKERS 64
+static pid_t lmb_blockers[LMB_BLOCKERS];
 
 struct lmb_dirent64 {
 	uint64_t d_ino;
@@ -181,9 +215,19 @@ static void lmb_signal_handler(int sig, siginfo_t *si, void *uc)
 
 		if (__atomic_load_n(&slot->sync_core, __ATOMIC_RELAXED))
 			lmb_serialise();
-		for (int i = 0; i < count && i < LMB_BATCH; i++)
-			if (__atomic_load_n(&slot->tid[i], __ATOMIC_RELAXED) == self)
-				__atomic_store_n(&slot->done[i], gen, __ATOMIC_RELEASE);
+		for (int i = 0; i < count && i < LMB_BATCH; i++) {
+			unsigned int cur;
+
+			if (__atomic_load_n(&slot->tid[i], __ATOMIC_RELAXED) != self)
+				continue;
+			/* Forward only: a late handler that read an older
+			 * generation must not erase a newer one. */
+			cur = __atomic_load_n(&slot->done[i], __ATOMIC_RELAXED);
+			while ((int)(gen - cur) > 0 &&
+			       !__atomic_compare_exchange_n(&slot->done[i], &cur, gen, 1,
+							    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+				;
+		}
 	}
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
@@ -194,6 +238,7 @@ static void lmb_signal_handler(int sig, siginfo_t *si, void *uc)
 static void lmb_atfork_child(void)
 {
 	memset(lmb_slots, 0, sizeof(lmb_slots));
+	memset(lmb_blockers, 0, sizeof(lmb_blockers));
 }
 
 static int lmb_ours(int sig)
@@ -236,14 +281,17 @@ static pid_t lmb_entry_tid(const struct lmb_dirent64 *d)
  * getdents64() stops early, as if at the end, once a signal is pending
  * for the caller (a concurrent barrier's, typically): list with every
  * signal blocked, which clears the pending state.  Raw calls: the C
- * library's would leave its own internal signals unblocked.
+ * library's would leave its own internal signals unblocked.  (SIGKILL,
+ * a group stop, a freezer or io_uring's task work still cut a listing
+ * short: lmb_list() checks.)
  */
 static long lmb_getdents(long fd, char *buf, size_t size)
 {
 	sigset_t all, old;
 	long n;
 
-	sigfillset(&all);
+	/* Every bit: sigfillset() leaves out the C library's own signals. */
+	memset(&all, 0xff, sizeof(all));
 	(void)lmb_syscall(SYS_rt_sigprocmask, SIG_BLOCK, (long)&all, (long)&old, _NSIG / 8);
 	n = lmb_syscall(SYS_getdents64, fd, (long)buf, (long)size, 0);
 	(void)lmb_syscall(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, _NSIG / 8);
@@ -273,6 +321,35 @@ static int lmb_proc_lists_self(void)
 		}
 	(void)lmb_syscall(SYS_close, fd, 0, 0, 0);
 	return found;
+}
+
+/*
+ * Is /proc this PID namespace's?  The ids of a /proc bind-mounted from
+ * another namespace can match ours by chance; NSpid names the process in
+ * every namespace from the /proc's down to ours, so a single field, our
+ * pid, means the same namespace.
+ */
+static int lmb_proc_is_ours(void)
+{
+	char buf[2048];
+	long fd = lmb_syscall(SYS_openat, AT_FDCWD, (long)"/proc/self/status",
+			      O_RDONLY | O_CLOEXEC, 0), n;
+	const char *p;
+	long pid = 0;
+
+	if (fd < 0)
+		return 0;
+	n = lmb_syscall(SYS_read, fd, (long)buf, sizeof(buf) - 1, 0);
+	(void)lmb_syscall(SYS_close, fd, 0, 0, 0);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	p = strstr(buf, "\nNSpid:\t");
+	if (p == NULL)
+		return 1;	/* before 4.1: no namespaces to tell apart */
+	for (p += 8; *p >= '0' && *p <= '9'; p++)
+		pid = pid * 10 + (*p - '0');
+	return *p == '\n' && pid == getpid();
 }
 
 /* Install the handler on the signal asked for, or on the highest free
@@ -343,11 +420,25 @@ static int lmb_publish(int old, int sig)
 int lmb_signal_setup(int requested)
 {
 	int sig = __atomic_load_n(&lmb_sig, __ATOMIC_ACQUIRE);
+	struct utsname u;
 
 	if (sig > 0)
 		return sig;
-	if (!lmb_proc_lists_self())
+	if (!lmb_proc_lists_self() || !lmb_proc_is_ours())
 		return -1;
+	if (uname(&u) == 0) {
+		const char *p = u.release;
+		long major = 0, minor = 0;
+
+		while (*p >= '0' && *p <= '9')
+			major = major * 10 + (*p++ - '0');
+		if (*p == '.')
+			for (p++; *p >= '0' && *p <= '9'; p++)
+				minor = minor * 10 + (*p - '0');
+		if (major > 5 || (major == 5 && minor >= 12))
+			__atomic_store_n(&lmb_pf_never_user, LMB_PF_KTHREAD | LMB_PF_IO_WORKER,
+					 __ATOMIC_RELAXED);
+	}
 	sig = lmb_install(requested, 0);
 	if (sig < 0)
 		return -1;
@@ -443,22 +534,26 @@ static long lmb_task_fd(struct lmb_own *own)
 
 /*
  * The whole thread list in one getdents64() call: returns its length in
- * bytes at *list, or -errno.  With signals blocked, the call fills the
- * buffer while entries fit, so room left for the longest entry (a 10-digit
- * name) means the walk ended, at the end of the list or early at an
- * exiting thread, which the caller checks.  Otherwise a larger buffer is mapped, up to 64 MiB
- * (two million threads).
+ * bytes at *list, or -errno.  The call fills the buffer while entries fit
+ * (and no signal is pending, see lmb_getdents()), so a call that left
+ * less room than the longest entry (a 10-digit name) may have been cut
+ * short by the buffer: a larger one is mapped, up to 64 MiB (two million
+ * threads).  A second call, from where the first stopped, must then find
+ * nothing: entries there mean the walk stopped early (a signal-like
+ * event, or a thread that exited under it, fs/proc/base.c) or threads
+ * created since, and the whole list is read again.  Whether the walk
+ * stopped at its last entry because that thread exited is the caller's
+ * check.
  */
 #define LMB_MAX_RECLEN 32
 #define LMB_MAX_LIST (64UL << 20)
-static long lmb_list(struct lmb_own *own, long fd, char *stack, size_t stack_size,
-		     char **list)
+static long lmb_list(struct lmb_own *own, long fd, char **list)
 {
-	char *buf = own->buf ? own->buf : stack;
-	size_t size = own->buf ? own->size : stack_size;
+	char *buf = own->buf ? own->buf : own->stack;
+	size_t size = own->buf ? own->size : sizeof(own->stack);
 
-	for (;;) {
-		long n;
+	for (unsigned int attempt = 0;; attempt++) {
+		long n, more;
 
 		if (lmb_syscall(SYS_lseek, fd, 0, SEEK_SET, 0) < 0)
 			return -EIO;
@@ -466,8 +561,16 @@ static long lmb_list(struct lmb_own *own, long fd, char *stack, size_t stack_siz
 		if (n < 0)
 			return n;
 		if (size - (size_t)n >= LMB_MAX_RECLEN) {
-			*list = buf;
-			return n;
+			more = lmb_getdents(fd, buf + n, size - (size_t)n);
+			if (more == 0) {
+				*list = buf;
+				return n;
+			}
+			if (more > 0 || more == -EINVAL) {
+				lmb_pause(attempt);	/* stopped early: again */
+				continue;
+			}
+			return more;
 		}
 		/* Too small: 64 KiB (about 2000 threads), then doubling. */
 		size = own->buf ? own->size * 2 : 65536;
@@ -517,9 +620,22 @@ static long lmb_read_leaf(long dirfd, pid_t tid, const char *leaf, char *buf, si
 static int lmb_off_cpu(long dirfd, pid_t tid)
 {
 	char buf[96];
+	long n = lmb_read_leaf(dirfd, tid, "syscall", buf, sizeof(buf));
 
-	return lmb_read_leaf(dirfd, tid, "syscall", buf, sizeof(buf)) > 0 &&
-	       strncmp(buf, "running", 7) != 0;
+	if (n > 0)
+		return strncmp(buf, "running", 7) != 0;
+	if (n == -ENOENT)
+		return 0;
+	/*
+	 * syscall is 0400: a process that is not dumpable (it changed
+	 * credentials, or PR_SET_DUMPABLE) cannot read its own.  wchan is
+	 * 0444, and the kernel names a wait channel only for a thread that is
+	 * asleep and off its runqueue, read under the thread's pi_lock, which
+	 * its wake-up takes too (get_wchan()); "0" otherwise, or where it
+	 * cannot name it: then the thread is signalled.
+	 */
+	n = lmb_read_leaf(dirfd, tid, "wchan", buf, sizeof(buf));
+	return n > 0 && !(buf[0] == '0' && buf[1] == '\0');
 }
 
 enum { LMB_DONE, LMB_SIGNAL };
@@ -572,7 +688,7 @@ static int lmb_never_user(long dirfd, pid_t pid, pid_t tid)
 			field++;
 	while (*p >= '0' && *p <= '9')
 		flags = flags * 10 + (unsigned long)(*p++ - '0');
-	return field == 9 && (flags & (LMB_PF_IO_WORKER | LMB_PF_KTHREAD));
+	return field == 9 && (flags & __atomic_load_n(&lmb_pf_never_user, __ATOMIC_RELAXED));
 }
 
 /*
@@ -595,8 +711,23 @@ static int lmb_classify(long dirfd, pid_t pid, pid_t tid, int strict, int sig)
 struct lmb_status {
 	unsigned long switches;	/* voluntary + nonvoluntary */
 	int blocked;		/* the signal is blocked */
-	int found;		/* both lines were there */
+	int pending;		/* the signal is pending for this thread */
+	int found;		/* all four lines were there */
 };
+
+/* Bit sig of a /proc status mask ("0000000000000200"). */
+static int lmb_mask_has(const char *hex, int sig)
+{
+	size_t len = strlen(hex), bit = (size_t)sig - 1;
+	char c;
+	int v;
+
+	if (bit / 4 >= len)
+		return 0;
+	c = hex[len - 1 - bit / 4];
+	v = c >= 'a' ? c - 'a' + 10 : c - '0';
+	return (v >> (bit % 4)) & 1;
+}
 
 /* From /proc/self/task/TID/status: the context switches and whether sig is
  * blocked.  Read line by line: a line too long for the buffer (CPU and
@@ -633,16 +764,10 @@ static int lmb_read_status(long dirfd, pid_t tid, int sig, struct lmb_status *ou
 			if (skipping) {
 				skipping = 0;
 			} else if (strncmp(line, "SigBlk:\t", 8) == 0) {
-				const char *hex = line + 8;
-				size_t len = strlen(hex);
-				size_t bit = (size_t)sig - 1;
-
-				if (bit / 4 < len) {
-					char c = hex[len - 1 - bit / 4];
-					int v = c >= 'a' ? c - 'a' + 10 : c - '0';
-
-					out->blocked = (v >> (bit % 4)) & 1;
-				}
+				out->blocked = lmb_mask_has(line + 8, sig);
+				n_found++;
+			} else if (strncmp(line, "SigPnd:\t", 8) == 0) {
+				out->pending = lmb_mask_has(line + 8, sig);
 				n_found++;
 			} else if (strncmp(line, "voluntary_ctxt_switches:\t", 25) == 0 ||
 				   strncmp(line, "nonvoluntary_ctxt_switches:\t", 28) == 0) {
@@ -664,16 +789,98 @@ static int lmb_read_status(long dirfd, pid_t tid, int sig, struct lmb_status *ou
 		}
 	}
 	(void)lmb_syscall(SYS_close, fd, 0, 0, 0);
-	out->found = n_found == 3;
+	out->found = n_found == 4;
 	return 0;
 }
 
-struct lmb_target {
-	pid_t tid;
-	int done;
-	int have_base;
-	unsigned long base;	/* context switches when first looked at */
-};
+
+static int lmb_blocker_find(pid_t tid)
+{
+	for (int i = 0; i < LMB_BLOCKERS; i++)
+		if (__atomic_load_n(&lmb_blockers[i], __ATOMIC_RELAXED) == tid)
+			return i;
+	return -1;
+}
+
+static void lmb_blocker_add(pid_t tid)
+{
+	if (lmb_blocker_find(tid) >= 0)
+		return;
+	for (int i = 0; i < LMB_BLOCKERS; i++) {
+		pid_t none = 0;
+
+		if (__atomic_compare_exchange_n(&lmb_blockers[i], &none, tid, 0,
+						__ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			return;
+	}
+}
+
+static void lmb_blocker_del(pid_t tid)
+{
+	int i = lmb_blocker_find(tid);
+
+	if (i >= 0)
+		(void)__atomic_compare_exchange_n(&lmb_blockers[i], &tid, 0, 0,
+						  __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+
+/*
+ * Should t be sent the signal?  Not a known blocker whose status shows
+ * ours already pending (it would queue a second), nor, unless strict, one
+ * that still blocks it: (B), (C) and (D) serve it.  The status read is
+ * after the caller's fence: a fine base for the context-switch count.
+ */
+static int lmb_should_send(long dirfd, struct lmb_target *t, int sig, int strict)
+{
+	struct lmb_status s;
+
+	if (lmb_blocker_find(t->tid) < 0)
+		return 1;
+	if (lmb_read_status(dirfd, t->tid, sig, &s) != 0 || !s.found) {
+		lmb_blocker_del(t->tid);
+		return 1;
+	}
+	t->have_base = 1;
+	t->base = s.switches;
+	if (s.pending || (s.blocked && !strict))
+		return 0;
+	if (!s.blocked)
+		lmb_blocker_del(t->tid);
+	return 1;
+}
+
+/* Queue the signal to t; 0, or -errno. */
+static int lmb_send(struct lmb_target *t, int sig, pid_t pid, uid_t uid, int index,
+		    long start, long dirfd)
+{
+	siginfo_t info;
+	long ret;
+
+	memset(&info, 0, sizeof(info));
+	info.si_signo = sig;
+	info.si_code = SI_QUEUE;
+	info.si_pid = pid;
+	info.si_uid = uid;
+	info.si_value.sival_int = index;
+	t->sent = 1;
+	while ((ret = lmb_syscall(SYS_rt_tgsigqueueinfo, pid, t->tid, sig,
+				  (long)&info)) == -EAGAIN) {
+		/* The real-time signal queue is full. */
+		if (lmb_now() - start > LMB_BLOCKED_LIMIT)
+			lmb_die("membarrier_heavy: cannot queue signal %ld to thread %ld: "
+				"the real-time signal queue stayed full for 10 s", sig, t->tid);
+		lmb_pause(64);
+	}
+	if (ret == -ESRCH) {
+		t->done = 1;	/* exited: needs nothing */
+		lmb_blocker_del(t->tid);
+	} else if (ret < 0 && lmb_never_user(dirfd, pid, t->tid)) {
+		t->done = 1;	/* never runs user code */
+	} else if (ret < 0) {
+		return (int)ret;
+	}
+	return 0;
+}
 
 /* Signal the batch in the slot and wait until each target is done.
  * Returns 0 or -errno. */
@@ -682,7 +889,7 @@ static int lmb_round(struct lmb_slot *slot, int index, struct lmb_target *t, int
 {
 	unsigned int gen = __atomic_load_n(&slot->gen, __ATOMIC_RELAXED) + 1;
 	long start = lmb_now();
-	siginfo_t info;
+	uid_t uid = getuid();
 
 	if (gen == 0)
 		gen = 1;
@@ -696,27 +903,13 @@ static int lmb_round(struct lmb_slot *slot, int index, struct lmb_target *t, int
 	__atomic_store_n(&slot->gen, gen, __ATOMIC_RELEASE);
 
 	for (int i = 0; i < count; i++) {
-		long ret;
+		int ret;
 
-		memset(&info, 0, sizeof(info));
-		info.si_signo = sig;
-		info.si_code = SI_QUEUE;
-		info.si_pid = pid;
-		info.si_uid = getuid();
-		info.si_value.sival_int = index;
-		while ((ret = lmb_syscall(SYS_rt_tgsigqueueinfo, pid, t[i].tid, sig,
-					  (long)&info)) == -EAGAIN) {
-			/* The real-time signal queue is full. */
-			if (lmb_now() - start > LMB_BLOCKED_LIMIT)
-				lmb_die("membarrier_heavy: cannot queue signal %ld to thread %ld: "
-					"the real-time signal queue stayed full for 10 s", sig,
-					t[i].tid);
-			lmb_pause(64);
-		}
-		if (ret == -ESRCH || (ret < 0 && lmb_never_user(dirfd, pid, t[i].tid)))
-			t[i].done = 1;	/* exited, or never runs user code */
-		else if (ret < 0)
-			return (int)ret;
+		if (!lmb_should_send(dirfd, &t[i], sig, strict))
+			continue;
+		ret = lmb_send(&t[i], sig, pid, uid, index, start, dirfd);
+		if (ret < 0)
+			return ret;
 	}
 
 	for (unsigned int round = 0;; round++) {
@@ -739,6 +932,9 @@ static int lmb_round(struct lmb_slot *slot, int index, struct lmb_target *t, int
 			}
 			if (round == 0 || round % 16 != 0)
 				continue;
+			/* The application took the signal under way: start over. */
+			if (!lmb_ours(sig))
+				return -EBUSY;
 			/* No handler yet: exited, asleep, or switched out? */
 			if (lmb_syscall(SYS_tgkill, pid, t[i].tid, 0, 0) == -ESRCH ||
 			    (!strict && lmb_off_cpu(dirfd, t[i].tid))) {
@@ -760,6 +956,17 @@ static int lmb_round(struct lmb_slot *slot, int index, struct lmb_target *t, int
 				pending--;
 				continue;
 			}
+			if (s.blocked)
+				lmb_blocker_add(t[i].tid);
+			/* Not sent (it blocked the signal), and now unblocked
+			 * with none of ours pending: send it now. */
+			if (!t[i].sent && !s.blocked && !s.pending) {
+				int ret = lmb_send(&t[i], sig, pid, uid, index, start, dirfd);
+
+				if (ret < 0)
+					return ret;
+				continue;
+			}
 			if (s.blocked && lmb_now() - start > LMB_BLOCKED_LIMIT)
 				lmb_die("membarrier_heavy: thread %ld runs with signal %ld blocked "
 					"and was not switched out for 10 s", t[i].tid, sig);
@@ -777,8 +984,7 @@ static int lmb_round(struct lmb_slot *slot, int index, struct lmb_target *t, int
  */
 static int lmb_signal_barrier(int sig, int sync_core)
 {
-	char stack[2048] __attribute__((aligned(8)));
-	struct lmb_target t[LMB_BATCH];
+	struct lmb_target *t;
 	pid_t pid = getpid(), self = lmb_gettid();
 	struct lmb_slot *slot;
 	struct lmb_own *own;
@@ -792,6 +998,7 @@ static int lmb_signal_barrier(int sig, int sync_core)
 		return -EBUSY;
 	slot = lmb_slot_get(&index);
 	own = &lmb_owns[index];
+	t = own->t;
 	fd = lmb_task_fd(own);
 	if (fd < 0) {
 		ret = (int)fd;
@@ -802,7 +1009,7 @@ static int lmb_signal_barrier(int sig, int sync_core)
 		pid_t last = 0;
 		int found = 0;
 
-		n = lmb_list(own, fd, stack, sizeof(stack), &list);
+		n = lmb_list(own, fd, &list);
 		if (n < 0) {
 			ret = (int)n;
 			goto out;
@@ -841,6 +1048,7 @@ static int lmb_signal_barrier(int sig, int sync_core)
 			continue;
 		t[count].tid = tid;
 		t[count].done = 0;
+		t[count].sent = 0;
 		t[count].have_base = 0;
 		if (++count == LMB_BATCH) {
 			ret = lmb_round(slot, index, t, count, sig, pid, fd, sync_core, strict);
@@ -863,6 +1071,9 @@ out:
  */
 int lmb_signal_heavy(int sync_core)
 {
+	/* fstat(), sigaction(), mmap() may set errno on the way. */
+	int saved = errno;
+
 	for (;;) {
 		int sig = lmb_signal_current(), ret;
 
@@ -875,8 +1086,10 @@ int lmb_signal_heavy(int sync_core)
 		if (sync_core)
 			lmb_serialise();
 		ret = lmb_signal_barrier(sig, sync_core);
-		if (ret == 0)
+		if (ret == 0) {
+			errno = saved;
 			return 0;
+		}
 		if (ret == -EBUSY) {
 			/* Taken by the application: another signal, if one is free. */
 			int next = lmb_install(0, sig);

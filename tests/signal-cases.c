@@ -14,6 +14,10 @@
  *   sigwait    every thread blocks every signal and one consumes them all
  *              with sigwaitinfo(): 100 heavy barriers return, and the
  *              consumer receives SIGUSR1 only, never the library's signal.
+ *   nondumpable  as sigwait, in a process that is not dumpable, whose
+ *              /proc/self/task/TID/syscall it cannot read (as root, the
+ *              case first becomes uid 65534): sleepers are told by wchan.
+ *              Skipped on a kernel without wchan (CONFIG_KALLSYMS=n).
  *   io-uring   an io_uring SQPOLL thread (iou-sqp-*, a kernel-run thread
  *              that never runs user handlers) is in the process: 100 heavy
  *              barriers return.  Skipped where io_uring_setup() is refused.
@@ -50,6 +54,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <linux/io_uring.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -333,6 +338,65 @@ static int case_sigwait(void)
 	return failures ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
+/* ---- not dumpable ------------------------------------------------------- */
+
+/*
+ * A process that is not dumpable (it changed credentials, or said so with
+ * PR_SET_DUMPABLE, as sshd or gpg-agent do) cannot read its own
+ * /proc/self/task/TID/syscall (0400, owned by root then): the library must
+ * tell sleepers by /proc/self/task/TID/wchan, or it would signal them all,
+ * and the sigwaitinfo() consumer would take its signal.  As root the case
+ * first becomes nobody: root reads the file anyway.
+ */
+static int case_nondumpable(void)
+{
+	pthread_t cons, heavy, helper;
+	char path[64];
+	int errors = -1, lib = 0, fd;
+
+	child_start(30);
+	if (geteuid() == 0 &&
+	    (setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0)) {
+		printf("# FAILED: cannot become uid 65534: %s\n", strerror(errno));
+		return EXIT_FAILURE;
+	}
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
+		printf("# FAILED: PR_SET_DUMPABLE: %s\n", strerror(errno));
+		return EXIT_FAILURE;
+	}
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)gettid_());
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	CHECK(fd < 0 && errno == EACCES, "%s is readable: the case proves nothing", path);
+	if (fd >= 0)
+		close(fd);
+	snprintf(path, sizeof(path), "/proc/self/task/%d/wchan", (int)gettid_());
+	if (access(path, R_OK) != 0) {
+		printf("SKIP: no %s (a kernel without CONFIG_KALLSYMS): such a process's sleepers "
+		       "cannot be told from runners, see membarrier(3)\n", path);
+		fflush(stdout);
+		_exit(SKIP_STATUS);
+	}
+	block_all();	/* before any thread: every thread inherits it */
+	pthread_create(&cons, NULL, consumer, NULL);
+	pthread_create(&helper, NULL, sleeper, NULL);
+	while (__atomic_load_n(&consumer_tid, __ATOMIC_ACQUIRE) == 0)
+		sleep_ms(1);
+	CHECK(wait_asleep(consumer_tid), "the consumer never fell asleep");
+	pthread_create(&heavy, NULL, sigwait_heavy, &errors);
+	pthread_join(heavy, NULL);
+	CHECK(errors == 0, "%d of 100 heavy barriers failed", errors);
+	pthread_kill(cons, SIGUSR1);
+	pthread_join(cons, NULL);
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	pthread_join(helper, NULL);
+	for (int i = 0; i < ngot; i++)
+		lib |= got[i] == strategy.signal;
+	CHECK(!lib, "the consumer received the library's signal %d", strategy.signal);
+	CHECK(ngot == 1 && got[0] == SIGUSR1, "the consumer got %d signals, not SIGUSR1 only",
+	      ngot);
+	return failures ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
 /* ---- io-uring ---------------------------------------------------------- */
 
 /* The tid of a thread whose comm starts with prefix, or 0. */
@@ -574,6 +638,8 @@ static const struct tcase cases[] = {
 	  "main thread a zombie after pthread_exit(): 100 heavy barriers return, exit 0" },
 	{ "sigwait", case_sigwait, 30, 0,
 	  "all signals blocked, a sigwaitinfo() consumer: heavy returns, consumer gets SIGUSR1 only" },
+	{ "nondumpable", case_nondumpable, 40, 0,
+	  "not dumpable (syscall file unreadable), a sigwaitinfo() consumer: heavy returns, consumer gets SIGUSR1 only" },
 	{ "io-uring", case_io_uring, 30, 0,
 	  "an io_uring SQPOLL thread: 100 heavy barriers return" },
 	{ "blocked", case_blocked, 30, 0,
