@@ -604,13 +604,11 @@ static long lmb_list(struct lmb_own *own, long fd, char **list)
 	}
 }
 
-/* Read /proc/self/task/TID/LEAF (dirfd: /proc/self/task) into buf, NUL
- * terminated; returns the length or -errno. */
-static long lmb_read_leaf(long dirfd, pid_t tid, const char *leaf, char *buf, size_t size)
+/* "TID/LEAF" in name (32 bytes), a path under /proc/self/task. */
+static void lmb_leaf_name(char *name, pid_t tid, const char *leaf)
 {
-	char name[32], digits[12];
+	char digits[12];
 	int nd = 0, i = 0;
-	long fd, n;
 
 	do {
 		digits[nd++] = (char)('0' + tid % 10);
@@ -619,9 +617,19 @@ static long lmb_read_leaf(long dirfd, pid_t tid, const char *leaf, char *buf, si
 	while (nd > 0)
 		name[i++] = digits[--nd];
 	name[i++] = '/';
-	while (*leaf && i < (int)sizeof(name) - 1)
+	while (*leaf && i < 31)
 		name[i++] = *leaf++;
 	name[i] = '\0';
+}
+
+/* Read /proc/self/task/TID/LEAF (dirfd: /proc/self/task) into buf, NUL
+ * terminated; returns the length or -errno. */
+static long lmb_read_leaf(long dirfd, pid_t tid, const char *leaf, char *buf, size_t size)
+{
+	char name[32];
+	long fd, n;
+
+	lmb_leaf_name(name, tid, leaf);
 	fd = lmb_syscall(SYS_openat, dirfd, (long)name, O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0)
 		return fd;
@@ -753,18 +761,10 @@ static int lmb_read_status(long dirfd, pid_t tid, int sig, struct lmb_status *ou
 {
 	char buf[512], name[32];
 	size_t have = 0;
-	int skipping = 0, n_found = 0, i = 0, nd = 0;
-	char digits[12];
-	pid_t t = tid;
+	int skipping = 0, n_found = 0;
 	long fd;
 
-	do {
-		digits[nd++] = (char)('0' + t % 10);
-		t /= 10;
-	} while (t > 0);
-	while (nd > 0)
-		name[i++] = digits[--nd];
-	memcpy(name + i, "/status", 8);
+	lmb_leaf_name(name, tid, "status");
 	fd = lmb_syscall(SYS_openat, dirfd, (long)name, O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0)
 		return (int)fd;

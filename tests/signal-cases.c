@@ -309,12 +309,12 @@ static void *sigwait_heavy(void *arg)
 	return NULL;
 }
 
-static int case_sigwait(void)
+/* Every signal blocked, a sigwaitinfo() consumer asleep, 100 heavies. */
+static int sigwait_scenario(void)
 {
 	pthread_t cons, heavy, helper;
 	int errors = -1, lib = 0;
 
-	child_start(20);
 	block_all();	/* before any thread: every thread inherits it */
 	pthread_create(&cons, NULL, consumer, NULL);
 	pthread_create(&helper, NULL, sleeper, NULL);
@@ -338,6 +338,12 @@ static int case_sigwait(void)
 	return failures ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
+static int case_sigwait(void)
+{
+	child_start(20);
+	return sigwait_scenario();
+}
+
 /* ---- not dumpable ------------------------------------------------------- */
 
 /*
@@ -350,9 +356,8 @@ static int case_sigwait(void)
  */
 static int case_nondumpable(void)
 {
-	pthread_t cons, heavy, helper;
 	char path[64];
-	int errors = -1, lib = 0, fd;
+	int fd;
 
 	child_start(30);
 	if (geteuid() == 0 &&
@@ -376,25 +381,7 @@ static int case_nondumpable(void)
 		fflush(stdout);
 		_exit(SKIP_STATUS);
 	}
-	block_all();	/* before any thread: every thread inherits it */
-	pthread_create(&cons, NULL, consumer, NULL);
-	pthread_create(&helper, NULL, sleeper, NULL);
-	while (__atomic_load_n(&consumer_tid, __ATOMIC_ACQUIRE) == 0)
-		sleep_ms(1);
-	CHECK(wait_asleep(consumer_tid), "the consumer never fell asleep");
-	pthread_create(&heavy, NULL, sigwait_heavy, &errors);
-	pthread_join(heavy, NULL);
-	CHECK(errors == 0, "%d of 100 heavy barriers failed", errors);
-	pthread_kill(cons, SIGUSR1);
-	pthread_join(cons, NULL);
-	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
-	pthread_join(helper, NULL);
-	for (int i = 0; i < ngot; i++)
-		lib |= got[i] == strategy.signal;
-	CHECK(!lib, "the consumer received the library's signal %d", strategy.signal);
-	CHECK(ngot == 1 && got[0] == SIGUSR1, "the consumer got %d signals, not SIGUSR1 only",
-	      ngot);
-	return failures ? EXIT_FAILURE : EXIT_SUCCESS;
+	return sigwait_scenario();
 }
 
 /* ---- io-uring ---------------------------------------------------------- */
