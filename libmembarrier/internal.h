@@ -38,7 +38,6 @@
  *   bit   5      LIBMEMBARRIER_HEAVY held an unknown value
  *   bit   6      SYNC_CORE (and its registration) emulated
  *   bit   7      PRIVATE_EXPEDITED (and its registration) emulated
- *   bits  8..15  signal chosen at start-up for the signal mechanism
  *   bit  31      the word is valid
  */
 typedef struct {
@@ -85,11 +84,6 @@ static inline int lmb_st_kerrno(lmb_state_t st)
 static inline int lmb_st_heavy(lmb_state_t st)
 {
 	return (int)(st.lib & 0xf);
-}
-
-static inline int lmb_st_signal(lmb_state_t st)
-{
-	return (int)((st.lib >> 8) & 0xff);
 }
 
 /* The state, probing on first use.  Async-signal-safe once probed. */

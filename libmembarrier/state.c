@@ -217,7 +217,8 @@ static lmb_state_t lmb_probe(void)
 		if (lmb_try(lmb_order[i], kmask, skipped, &sig))
 			heavy = lmb_order[i];
 
-	st.lib = LMB_L_VALID | (uint32_t)heavy | ((uint32_t)(sig & 0xff) << 8);
+	/* The signal itself lives in signal.c: it can change at run time. */
+	st.lib = LMB_L_VALID | (uint32_t)heavy;
 	if (skipped)
 		st.lib |= LMB_L_SKIPPED;
 	if (invalid)
