@@ -50,23 +50,6 @@ static void *sleeper(void *arg)
 	return NULL;
 }
 
-static void *short_lived(void *arg)
-{
-	return arg;
-}
-
-static void *churner(void *arg)
-{
-	(void)arg;
-	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
-		pthread_t t;
-
-		if (pthread_create(&t, NULL, short_lived, NULL) == 0)
-			pthread_join(t, NULL);
-	}
-	return NULL;
-}
-
 static void *heavy_caller(void *arg)
 {
 	for (int i = 0; i < 200; i++)
@@ -85,7 +68,7 @@ static void exercise_heavy(int emulated)
 	pthread_create(&t[n++], NULL, spinner, NULL);
 	pthread_create(&t[n++], NULL, spinner, NULL);
 	pthread_create(&t[n++], NULL, sleeper, NULL);
-	pthread_create(&t[n++], NULL, churner, NULL);
+	pthread_create(&t[n++], NULL, test_churner, (void *)&stop);
 	for (int i = 0; i < 3; i++)
 		pthread_create(&t[n++], NULL, heavy_caller, &errors);
 	heavy_caller(&errors);

@@ -535,23 +535,6 @@ static int case_spinning(void)
 
 /* ---- churn ------------------------------------------------------------- */
 
-static void *short_lived(void *arg)
-{
-	return arg;
-}
-
-static void *churner(void *arg)
-{
-	(void)arg;
-	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
-		pthread_t t;
-
-		if (pthread_create(&t, NULL, short_lived, NULL) == 0)
-			pthread_join(t, NULL);
-	}
-	return NULL;
-}
-
 static void *churn_heavy(void *arg)
 {
 	int errors = heavy_n(500);
@@ -570,8 +553,8 @@ static int case_churn(void)
 	pthread_create(&helpers[0], NULL, spinner, NULL);
 	pthread_create(&helpers[1], NULL, spinner, NULL);
 	pthread_create(&helpers[2], NULL, sleeper, NULL);
-	pthread_create(&helpers[3], NULL, churner, NULL);
-	pthread_create(&helpers[4], NULL, churner, NULL);
+	pthread_create(&helpers[3], NULL, test_churner, (void *)&stop);
+	pthread_create(&helpers[4], NULL, test_churner, (void *)&stop);
 	t0 = now();
 	for (int i = 0; i < 3; i++)
 		pthread_create(&callers[i], NULL, churn_heavy, &errors);
@@ -599,7 +582,7 @@ static int case_churn_one(void)
 
 	child_start(60);
 	for (int i = 0; i < 3; i++)
-		pthread_create(&helpers[i], NULL, churner, NULL);
+		pthread_create(&helpers[i], NULL, test_churner, (void *)&stop);
 	t0 = now();
 	errors = heavy_n(3000);
 	printf("# 3000 heavy barriers from one thread in %.2f s\n", now() - t0);

@@ -4,6 +4,7 @@
 #define LMB_TESTS_TESTLIB_H
 
 #include <errno.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <unistd.h>
 #include <linux/audit.h>
@@ -54,6 +55,24 @@ static inline int deny_membarrier(unsigned int action)
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
 		return -1;
 	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+}
+
+/* Thread churn for the tests: a thread that returns at once... */
+static inline void *test_short_lived(void *arg)
+{
+	return arg;
+}
+
+/* ...created and joined, again and again, until *(volatile int *)stop. */
+static inline void *test_churner(void *stop)
+{
+	while (!__atomic_load_n((volatile int *)stop, __ATOMIC_RELAXED)) {
+		pthread_t t;
+
+		if (pthread_create(&t, NULL, test_short_lived, NULL) == 0)
+			pthread_join(t, NULL);
+	}
+	return NULL;
 }
 
 #endif
