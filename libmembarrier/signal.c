@@ -73,6 +73,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
@@ -124,6 +125,8 @@ static unsigned long lmb_pf_never_user = LMB_PF_KTHREAD;
 struct lmb_slot {
 	int busy;
 	unsigned int gen;
+	unsigned int seq;	/* handlers that ran: a futex word */
+	int waiting;		/* the owner sleeps on seq */
 	int count;
 	int sync_core;
 	pid_t tid[LMB_BATCH];
@@ -238,6 +241,11 @@ static void lmb_signal_handler(int sig, siginfo_t *si, void *uc)
 							    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
 				;
 		}
+		/* Wake the owner if it sleeps on seq (lmb_wait()). */
+		__atomic_fetch_add(&slot->seq, 1, __ATOMIC_SEQ_CST);
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&slot->waiting, __ATOMIC_RELAXED))
+			(void)lmb_syscall(SYS_futex, (long)&slot->seq, FUTEX_WAKE_PRIVATE, 1, 0);
 	}
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
@@ -489,6 +497,56 @@ static void lmb_pause(unsigned int round)
 		(void)nanosleep(&ts, NULL);
 	}
 	errno = saved;
+}
+
+/* How long lmb_wait() polls before it sleeps: a running target on another
+ * CPU runs the handler in a few microseconds (about 8 on a 2-CPU VM). */
+#define LMB_POLL_NS 20000L
+
+static long lmb_now_ns(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long)ts.tv_sec * 1000000000L + ts.tv_nsec;
+}
+
+/*
+ * Wait in a round of lmb_round(): until a handler runs (each one moves
+ * slot->seq and wakes the owner) or for a while.  Sleeping rather than
+ * yielding leaves the CPU to a target that was preempted, on a machine
+ * with fewer CPUs than runnable threads.  Every eighth round, and after
+ * the first thousand, lmb_pause() instead (see there).  Returns 1 if a
+ * handler ran since seq was read, 0 after a timeout.
+ */
+static int lmb_wait(struct lmb_slot *slot, unsigned int seq, unsigned int round)
+{
+#if defined(__x86_64__) && defined(__ILP32__)
+	struct { long long tv_sec, tv_nsec; } ts = { 0, 0 };	/* x32 */
+#else
+	struct { long tv_sec, tv_nsec; } ts = { 0, 0 };		/* the kernel's timespec */
+#endif
+	long ret;
+
+	if (round == 0) {
+		/* A running target takes a few microseconds: poll first. */
+		long t0 = lmb_now_ns();
+
+		while (__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) == seq)
+			if (lmb_now_ns() - t0 > LMB_POLL_NS)
+				return 0;
+		return 1;
+	}
+	if (round % 8 == 7 || round >= 1024) {
+		lmb_pause(round);
+		return __atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) != seq;
+	}
+	ts.tv_nsec = round < 64 ? 50000 : 200000;
+	__atomic_store_n(&slot->waiting, 1, __ATOMIC_SEQ_CST);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	ret = lmb_syscall(SYS_futex, (long)&slot->seq, FUTEX_WAIT_PRIVATE, (long)seq, (long)&ts);
+	__atomic_store_n(&slot->waiting, 0, __ATOMIC_RELAXED);
+	return ret != -ETIMEDOUT;
 }
 
 static long lmb_now(void)
@@ -929,7 +987,8 @@ static int lmb_round(struct lmb_slot *slot, int index, struct lmb_target *t, int
 			return ret;
 	}
 
-	for (unsigned int round = 0;; round++) {
+	for (unsigned int round = 0, check = 0;; round++) {
+		unsigned int seq = __atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE);
 		int pending = 0;
 
 		for (int i = 0; i < count; i++) {
@@ -947,7 +1006,7 @@ static int lmb_round(struct lmb_slot *slot, int index, struct lmb_target *t, int
 				pending--;
 				continue;
 			}
-			if (round == 0 || round % 16 != 0)
+			if (!check)
 				continue;
 			/* The application took the signal under way: start over. */
 			if (!lmb_ours(sig))
@@ -990,7 +1049,8 @@ static int lmb_round(struct lmb_slot *slot, int index, struct lmb_target *t, int
 		}
 		if (pending == 0)
 			return 0;
-		lmb_pause(round);
+		/* Look closer when no handler came for a while. */
+		check = !lmb_wait(slot, seq, round) || round % 16 == 15;
 	}
 }
 
