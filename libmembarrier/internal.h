@@ -7,9 +7,15 @@
 #include <stdint.h>
 #include <sys/syscall.h>
 
+/* The library defines membarrier() and membarrier_light() itself. */
+#define LIBMEMBARRIER_NO_INLINE 1
 #include "membarrier.h"
 
 #define LMB_EXPORT __attribute__((visibility("default")))
+
+/* Store the objects the header declares const (flag.c). */
+void lmb_light_flag_store(int fence);
+void lmb_query_answer_store(unsigned int answer);
 
 #ifndef SYS_membarrier
 # ifdef __NR_membarrier
@@ -56,8 +62,21 @@ typedef struct {
 #define LMB_L_SYNC_CORE		(UINT32_C(1) << 6)
 #define LMB_L_PRIVATE		(UINT32_C(1) << 7)
 
-/* The words themselves (state.c), for membarrier()'s fast path. */
+/* The words themselves (state.c). */
 extern uint32_t lmb_kern_word, lmb_lib_word;
+
+/*
+ * Derived from them for membarrier()'s fast path, and published (state.c)
+ * only where it applies: the kernel answered the library's QUERY, and the
+ * environment did not skip it.  0 until then, or for good.
+ *   lmb_fast_word               the kernel's QUERY mask: commands that go
+ *                               straight to the kernel (the library
+ *                               emulates only others)
+ *   libmembarrier_query_answer  what QUERY returns, with LMB_Q_VALID
+ *                               (exported: the header reads it inline)
+ */
+extern uint32_t lmb_fast_word;
+#define LMB_Q_VALID		(UINT32_C(1) << 31)
 
 /* The commands the library word says are emulated. */
 static inline int lmb_lib_emulated(uint32_t lib)
@@ -117,10 +136,10 @@ static inline int lmb_sys_membarrier(int cmd, unsigned int flags, int cpu_id)
 #if defined(__x86_64__) && !defined(__ILP32__)
 	long ret;
 
+	/* The kernel reads only the low 32 bits of each argument. */
 	__asm__ __volatile__("syscall"
 			     : "=a"(ret)
-			     : "0"((long)SYS_membarrier), "D"((long)cmd), "S"((long)flags),
-			       "d"((long)cpu_id)
+			     : "0"((long)SYS_membarrier), "D"(cmd), "S"(flags), "d"(cpu_id)
 			     : "rcx", "r11", "memory");
 	return (int)ret;
 #elif defined(__aarch64__)

@@ -77,35 +77,39 @@ __attribute__((noinline)) static int lmb_membarrier_slow(int cmd, unsigned int f
 	return lmb_result(lmb_kernel_call(cmd, flags, cpu_id));
 }
 
+/* A command that went to the kernel from the fast path failed: after
+ * EPERM, register and retry once (kernel.c); errno as the kernel's. */
+__attribute__((noinline)) static int lmb_membarrier_failed(int cmd, unsigned int flags,
+							   int cpu_id, int ret)
+{
+	if (ret == -EPERM)
+		ret = lmb_kernel_retry(cmd, flags, cpu_id);
+	return lmb_result(ret);
+}
+
 /*
- * The common calls, once the state is known and the kernel answered the
- * library's own QUERY (not with LIBMEMBARRIER_HEAVY=signal|fence, where
- * the forced mechanism serves PRIVATE_EXPEDITED): QUERY itself, and a command the kernel has and the library does
- * not emulate, whose result goes back as it is (after EPERM, for a
- * private expedited command whose registration was lost, the library
- * registers and retries once, as in kernel.c).
+ * The common calls, once the kernel answered the library's own QUERY (not
+ * with LIBMEMBARRIER_HEAVY=signal|fence, where the forced mechanism serves
+ * PRIVATE_EXPEDITED): QUERY itself, from the cache, and any command with
+ * a bit the kernel has, which goes to the kernel as it is.  The library
+ * emulates only commands the kernel lacks, and the kernel gives a
+ * combination of commands, or a negative one, the EINVAL that the bare
+ * system call would.
  */
 LMB_EXPORT int membarrier(int cmd, unsigned int flags, int cpu_id)
 {
-	uint32_t lib = __atomic_load_n(&lmb_lib_word, __ATOMIC_ACQUIRE);
-	uint32_t kern = __atomic_load_n(&lmb_kern_word, __ATOMIC_RELAXED);
+	if (cmd == MEMBARRIER_CMD_QUERY) {
+		uint32_t q = __atomic_load_n(&libmembarrier_query_answer, __ATOMIC_RELAXED);
 
-	if (__builtin_expect((lib & (LMB_L_VALID | LMB_L_SKIPPED)) == LMB_L_VALID &&
-			     !(kern & (LMB_K_FAILED | LMB_K_UNASKED)), 1)) {
-		int kmask = (int)(kern & LMB_K_MASK);
+		if (__builtin_expect((q & LMB_Q_VALID) && flags == 0, 1))
+			return (int)(q & ~LMB_Q_VALID);
+	} else if (__builtin_expect((uint32_t)cmd &
+				    __atomic_load_n(&lmb_fast_word, __ATOMIC_RELAXED), 1)) {
+		int ret = lmb_sys_membarrier(cmd, flags, cpu_id);
 
-		if (cmd == MEMBARRIER_CMD_QUERY && flags == 0)
-			return kmask | lmb_lib_emulated(lib);
-		/* The library emulates only commands the kernel lacks. */
-		if ((kmask & cmd) && (cmd & (cmd - 1)) == 0) {
-			int ret = lmb_sys_membarrier(cmd, flags, cpu_id);
-
-			if (__builtin_expect(ret >= 0, 1))
-				return ret;
-			if (ret == -EPERM)
-				ret = lmb_kernel_retry(cmd, flags, cpu_id);
-			return ret < 0 ? lmb_fail(-ret) : ret;
-		}
+		if (__builtin_expect(ret >= 0, 1))
+			return ret;
+		return lmb_membarrier_failed(cmd, flags, cpu_id, ret);
 	}
 	return lmb_membarrier_slow(cmd, flags, cpu_id);
 }

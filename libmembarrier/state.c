@@ -17,10 +17,8 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Starts at 1: until a real heavy mechanism is known, light is a fence. */
-LMB_EXPORT int libmembarrier_light_fence = 1;
-
 uint32_t lmb_kern_word, lmb_lib_word;
+uint32_t lmb_fast_word;
 
 static const struct {
 	const char *name;
@@ -246,6 +244,22 @@ static lmb_state_t lmb_probe(void)
 	return st;
 }
 
+/*
+ * The fast path's words, from the published state: every thread that
+ * gets here stores the same values, so plain stores do.  A caller that
+ * still reads 0 takes the slow path, which gives the same answers.
+ */
+static void lmb_publish_fast(lmb_state_t st)
+{
+	uint32_t kmask = (uint32_t)lmb_st_kmask(st);
+
+	if ((st.lib & (LMB_L_VALID | LMB_L_SKIPPED)) != LMB_L_VALID ||
+	    (st.kern & (LMB_K_VALID | LMB_K_FAILED | LMB_K_UNASKED)) != LMB_K_VALID)
+		return;
+	lmb_query_answer_store(LMB_Q_VALID | kmask | (uint32_t)lmb_lib_emulated(st.lib));
+	__atomic_store_n(&lmb_fast_word, kmask, __ATOMIC_RELAXED);
+}
+
 lmb_state_t lmb_state(void)
 {
 	lmb_state_t st;
@@ -253,6 +267,9 @@ lmb_state_t lmb_state(void)
 	st.lib = __atomic_load_n(&lmb_lib_word, __ATOMIC_ACQUIRE);
 	if (__builtin_expect(st.lib != 0, 1)) {
 		st.kern = __atomic_load_n(&lmb_kern_word, __ATOMIC_RELAXED);
+		/* The publisher was another thread, gone in a fork() child. */
+		if (!__atomic_load_n(&libmembarrier_query_answer, __ATOMIC_RELAXED))
+			lmb_publish_fast(st);
 		return st;
 	}
 
@@ -267,6 +284,7 @@ lmb_state_t lmb_state(void)
 	st = lmb_probe();
 	st.lib = lmb_publish_word(&lmb_lib_word, 0, st.lib);
 	st.kern = __atomic_load_n(&lmb_kern_word, __ATOMIC_RELAXED);
+	lmb_publish_fast(st);
 
 	/*
 	 * The light side drops its fence only now that heavy has a real
@@ -274,7 +292,7 @@ lmb_state_t lmb_state(void)
 	 * that is a fence pairs correctly with any heavy barrier.
 	 */
 	if (lmb_st_heavy(st) != MEMBARRIER_MECHANISM_FENCE)
-		__atomic_store_n(&libmembarrier_light_fence, 0, __ATOMIC_RELEASE);
+		lmb_light_flag_store(0);
 	return st;
 }
 
@@ -283,7 +301,9 @@ void lmb_test_reset(void)
 {
 	__atomic_store_n(&lmb_lib_word, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&lmb_kern_word, 0, __ATOMIC_RELEASE);
-	__atomic_store_n(&libmembarrier_light_fence, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&lmb_fast_word, 0, __ATOMIC_RELAXED);
+	lmb_query_answer_store(0);
+	lmb_light_flag_store(1);
 }
 #else
 __attribute__((constructor)) static void lmb_init(void)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * QUERY is served from the cache: after the library has probed, a seccomp
+ * QUERY is served from the cache (inline by the header, and by the
+ * library's function): after the library has probed, a seccomp
  * filter traps every membarrier(2) system call into a SIGSYS handler that
  * counts it and answers for the kernel.  Also checks the registration
  * retry: the "kernel" answers EPERM once, as after a lost registration.
@@ -53,7 +54,7 @@ int main(void)
 	struct sigaction sa;
 	int mask, same = 1, before, calls, ret;
 
-	tap_plan(7);
+	tap_plan(8);
 	/* Probe (the constructor did already) before the filter. */
 	mask = membarrier(MEMBARRIER_CMD_QUERY, 0, 0);
 	if (mask < 0)
@@ -73,6 +74,21 @@ int main(void)
 	tap_ok(same && ntrapped == 0,
 	       "100000 QUERYs answered 0x%x with %d system calls", (unsigned int)mask,
 	       (int)ntrapped);
+
+	/* The header answered those inline; the function, called through a
+	 * pointer, answers from the same cache. */
+	{
+		int (*volatile fn)(int, unsigned int, int) = membarrier;
+
+		same = 1;
+		for (int i = 0; i < 1000; i++)
+			if (fn(MEMBARRIER_CMD_QUERY, 0, 0) != mask)
+				same = 0;
+		tap_ok(same && ntrapped == 0 &&
+		       libmembarrier_query_answer == (0x80000000u | (unsigned int)mask),
+		       "the library's function answers QUERY from the header's cache (0x%x)",
+		       libmembarrier_query_answer);
+	}
 
 	before = ntrapped;
 	tap_ok(membarrier(1 << 20, 0, 0) == -1 && errno == EINVAL && ntrapped == before,

@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# The library exports exactly the version script's symbols, all in
-# LIBMEMBARRIER_1.0, and its SONAME is libmembarrier.so.1.  It needs no
+# The library exports exactly the version script's symbols, each in a
+# version node of the script (LIBMEMBARRIER_1.0, LIBMEMBARRIER_1.1), and its SONAME is libmembarrier.so.1.  It needs no
 # libatomic: no undefined __atomic_* symbol (its state words are lock-free
 # on every Debian architecture, i386 included).
 set -u
@@ -10,7 +10,8 @@ map=${top_srcdir:-.}/libmembarrier/libmembarrier.sym
 echo "1..4"
 [ -e "$lib" ] || { echo "Bail out! $lib not built"; exit 99; }
 want=$(sed -n 's/^[[:space:]]*\([a-z_][a-z_0-9]*\);$/\1/p' "$map" | sort)
-have=$(nm -D --defined-only "$lib" | awk '$3 != "LIBMEMBARRIER_1.0" {print $3}' | sed 's/@.*//' | sort)
+nodes=$(sed -n 's/^\(LIBMEMBARRIER_[0-9.]*\) {$/\1/p' "$map")
+have=$(nm -D --defined-only "$lib" | awk '$3 !~ /^LIBMEMBARRIER_[0-9.]*$/ {print $3}' | sed 's/@.*//' | sort)
 if [ "$want" = "$have" ]; then echo "ok 1 - exports are the version script's"
 else echo "not ok 1 - exports differ from the version script"
 	diff -u /dev/fd/3 /dev/fd/4 3<<E 4<<F | sed 's/^/# /'
@@ -19,9 +20,17 @@ E
 $have
 F
 fi
-if nm -D --defined-only "$lib" | awk '{print $3}' | grep -v '^LIBMEMBARRIER_1.0$' | grep -qv '@@LIBMEMBARRIER_1.0$'
-then echo "not ok 2 - every export is versioned LIBMEMBARRIER_1.0"
-else echo "ok 2 - every export is versioned LIBMEMBARRIER_1.0"; fi
+# Each export in the node the script gives it.
+bad=
+for node in $nodes; do
+	syms=$(sed -n "/^$node {/,/^}/s/^[[:space:]]*\([a-z_][a-z_0-9]*\);$/\1/p" "$map")
+	for sym in $syms; do
+		nm -D --defined-only "$lib" | awk '{print $3}' | grep -qx "$sym@@$node" ||
+			bad="$bad $sym@@$node"
+	done
+done
+if [ -z "$bad" ] && [ -n "$nodes" ]; then echo "ok 2 - every export is in its version node:" $nodes
+else echo "not ok 2 - exports not in their version node:$bad"; fi
 soname=$(objdump -p "$lib" | awk '$1 == "SONAME" {print $2}')
 if [ "$soname" = libmembarrier.so.1 ]; then echo "ok 3 - SONAME $soname"
 else echo "not ok 3 - SONAME '$soname'"; fi

@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * light: what membarrier_light() costs a reader, against a pure compiler
+ * barrier, measured so that 2% can be seen.
+ *
+ *   light [ROUNDS [CPU]]
+ *       Times, on one pinned CPU, five reader loops of the same read-side
+ *       critical section as bench/rw.c (publish a snapshot, barrier, load
+ *       the shared pointer and check the object, barrier, clear the
+ *       snapshot), which differ only in the barrier and in where it sits:
+ *         barrier       asm("" ::: "memory") inline: the 2015 "membarrier
+ *                       known at compile time" reader
+ *         light         the shipped membarrier_light() inline
+ *         call-barrier  the critical section in a separate function
+ *         call-light    the same with membarrier_light()
+ *         fence         a full fence, for scale
+ *       Each round runs every loop once for the same number of reads, the
+ *       pairs to compare next to each other and in alternating order, and
+ *       gives the ratio light / barrier (and call-light / call-barrier)
+ *       within the round: whatever the machine's other jobs do to one
+ *       round cancels out in its ratio.  Prints one RESULT line per round
+ *       and, per ratio, the median, quartiles and extremes over the
+ *       rounds, and whether the goal (within 2%) is met: the 95%
+ *       confidence interval of the median must be at most 1.02, not
+ *       only the median.
+ *   light count LOOP READS
+ *       Runs one loop for READS reads, for callgrind (bench/run.sh counts
+ *       the instructions per read, which no other job can disturb).
+ *
+ * Time is the thread's CPU time, so that preemption by other jobs is not
+ * counted; what they leave in the caches still is, which is why ratios
+ * are taken within a round.
+ */
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "membarrier.h"
+#include "bench.h"
+
+#define MAX_ROUNDS 1000
+#define GOAL 1.02
+
+struct obj {
+	int alive;
+	long value;
+};
+
+static struct obj pool[2] = { { 1, 0 }, { 1, 0 } };
+static struct obj *current = &pool[0];
+static unsigned long gp_counter = 1;
+static _Alignas(64) unsigned long snap;
+
+#define COMPILER_BARRIER() __asm__ __volatile__("" : : : "memory")
+#define FENCE() __atomic_thread_fence(__ATOMIC_SEQ_CST)
+
+/* One read-side critical section, as in bench/rw.c. */
+#define READ_ONE(BARRIER, bad)                                                       \
+	do {                                                                         \
+		struct obj *p_;                                                      \
+		__atomic_store_n(&snap, __atomic_load_n(&gp_counter, __ATOMIC_RELAXED), \
+				 __ATOMIC_RELAXED);                                  \
+		BARRIER;                                                             \
+		p_ = __atomic_load_n(&current, __ATOMIC_CONSUME);                    \
+		if (!__atomic_load_n(&p_->alive, __ATOMIC_RELAXED))                  \
+			(bad)++;                                                     \
+		BARRIER;                                                             \
+		__atomic_store_n(&snap, 0, __ATOMIC_RELAXED);                        \
+	} while (0)
+
+#define NOINLINE __attribute__((noinline))
+
+NOINLINE static unsigned long loop_barrier(unsigned long n)
+{
+	unsigned long bad = 0;
+
+	for (unsigned long i = 0; i < n; i++)
+		READ_ONE(COMPILER_BARRIER(), bad);
+	return bad;
+}
+
+NOINLINE static unsigned long loop_light(unsigned long n)
+{
+	unsigned long bad = 0;
+
+	for (unsigned long i = 0; i < n; i++)
+		READ_ONE(membarrier_light(), bad);
+	return bad;
+}
+
+NOINLINE static unsigned long loop_fence(unsigned long n)
+{
+	unsigned long bad = 0;
+
+	for (unsigned long i = 0; i < n; i++)
+		READ_ONE(FENCE(), bad);
+	return bad;
+}
+
+NOINLINE static unsigned long read_barrier(void)
+{
+	unsigned long bad = 0;
+
+	READ_ONE(COMPILER_BARRIER(), bad);
+	return bad;
+}
+
+NOINLINE static unsigned long read_light(void)
+{
+	unsigned long bad = 0;
+
+	READ_ONE(membarrier_light(), bad);
+	return bad;
+}
+
+NOINLINE static unsigned long loop_call_barrier(unsigned long n)
+{
+	unsigned long bad = 0;
+
+	for (unsigned long i = 0; i < n; i++)
+		bad += read_barrier();
+	return bad;
+}
+
+NOINLINE static unsigned long loop_call_light(unsigned long n)
+{
+	unsigned long bad = 0;
+
+	for (unsigned long i = 0; i < n; i++)
+		bad += read_light();
+	return bad;
+}
+
+static const struct loop {
+	const char *name;
+	unsigned long (*run)(unsigned long);
+} loops[] = {
+	{ "barrier", loop_barrier },
+	{ "light", loop_light },
+	{ "call-barrier", loop_call_barrier },
+	{ "call-light", loop_call_light },
+	{ "fence", loop_fence },
+};
+#define NLOOPS (int)(sizeof(loops) / sizeof(loops[0]))
+
+static double cpu_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Nanoseconds per read of one loop over n reads. */
+static double timed(int l, unsigned long n)
+{
+	double t0 = cpu_now();
+
+	if (loops[l].run(n) != 0) {
+		fprintf(stderr, "light: a reader saw a dead object\n");
+		exit(1);
+	}
+	return (cpu_now() - t0) * 1e9 / (double)n;
+}
+
+/* The q-quantile (0..1) of v[0..n-1], sorted in place. */
+static double quantile(double *v, int n, double q)
+{
+	double pos = q * (n - 1);
+	int i = (int)pos;
+
+	qsort(v, (size_t)n, sizeof(*v), bench_cmp_double);
+	return i + 1 < n ? v[i] + (pos - i) * (v[i + 1] - v[i]) : v[i];
+}
+
+/*
+ * The median of the per-round ratios with its 95% confidence interval
+ * (the order statistics a sign test gives, no assumption about the
+ * distribution), and the quartiles.  The goal is met when the whole
+ * interval is at most GOAL.
+ */
+static void summary(const char *label, double *r, int n)
+{
+	double q25 = quantile(r, n, 0.25), med = quantile(r, n, 0.5),
+	       q75 = quantile(r, n, 0.75);
+	double half = 0.98 * sqrt((double)n);
+	int lo = (int)floor(n / 2.0 - half), hi = (int)ceil(n / 2.0 + half);
+
+	if (lo < 0)
+		lo = 0;
+	if (hi > n - 1)
+		hi = n - 1;
+	printf("RESULT label=%s rounds=%d ratio_median=%.4f ci95_lo=%.4f ci95_hi=%.4f "
+	       "ratio_q25=%.4f ratio_q75=%.4f ratio_min=%.4f ratio_max=%.4f goal=%.2f met=%s\n",
+	       label, n, med, r[lo], r[hi], q25, q75, r[0], r[n - 1], GOAL,
+	       r[hi] <= GOAL ? "yes" : "no");
+}
+
+int main(int argc, char **argv)
+{
+	static double ratio_inline[MAX_ROUNDS], ratio_call[MAX_ROUNDS];
+	struct membarrier_strategy st;
+	int rounds, cpu;
+	unsigned long n;
+	double ns[NLOOPS];
+
+	if (argc == 4 && strcmp(argv[1], "count") == 0) {
+		for (int l = 0; l < NLOOPS; l++)
+			if (strcmp(argv[2], loops[l].name) == 0)
+				return loops[l].run(strtoul(argv[3], NULL, 0)) != 0;
+		fprintf(stderr, "light: no loop %s\n", argv[2]);
+		return 2;
+	}
+	rounds = argc > 1 ? atoi(argv[1]) : 101;
+	cpu = argc > 2 ? atoi(argv[2]) : 0;
+	if (argc > 3 || rounds < 3 || rounds > MAX_ROUNDS || cpu < 0) {
+		fprintf(stderr, "usage: light [ROUNDS [CPU]] | light count LOOP READS\n");
+		return 2;
+	}
+	membarrier_get_strategy(&st, sizeof(st));
+	if (st.light_is_fence) {
+		/* Then light is a fence, and must be: nothing to compare. */
+		printf("RESULT label=light skipped=no-process-wide-barrier\n");
+		return 0;
+	}
+	bench_pin(cpu);
+
+	/* About 4 ms per loop per round: many short rounds, so that a
+	 * disturbed round weighs little in the median. */
+	n = 1 << 16;
+	while (timed(0, n) * (double)n < 4e6 && n < (1UL << 32))
+		n *= 2;
+	for (int r = 0; r < rounds; r++) {
+		static const int order[2][NLOOPS] = { { 0, 1, 3, 2, 4 }, { 1, 0, 2, 3, 4 } };
+
+		for (int k = 0; k < NLOOPS; k++) {
+			int l = order[r % 2][k];
+
+			ns[l] = timed(l, n);
+		}
+		ratio_inline[r] = ns[1] / ns[0];
+		ratio_call[r] = ns[3] / ns[2];
+		printf("RESULT label=light-round round=%d reads=%lu", r, n);
+		for (int l = 0; l < NLOOPS; l++)
+			printf(" ns_%s=%.4f", loops[l].name, ns[l]);
+		printf(" ratio_inline=%.4f ratio_call=%.4f\n", ratio_inline[r], ratio_call[r]);
+	}
+	summary("light-inline", ratio_inline, rounds);
+	summary("light-call", ratio_call, rounds);
+	return 0;
+}
