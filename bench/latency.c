@@ -3,8 +3,10 @@
  * latency: what a barrier costs the caller, per mechanism.
  *
  *   latency query N
- *       QUERY through the library (answered from its cache) and as a raw
- *       syscall() (answered by the kernel), N calls each, median of 5 runs.
+ *       QUERY as a raw syscall() (answered by the kernel), through the
+ *       library as compiled (answered inline by the header), and through
+ *       a pointer to the library's function (its cache): 21 rounds of N
+ *       calls of each, side by side, with the ratios within each round.
  *   latency MECH SECONDS MAXCALLS [LABEL]
  *       Back-to-back heavy-side barriers from CPU 0 for SECONDS or MAXCALLS
  *       calls, whichever comes first, while a thread of this process runs
@@ -104,33 +106,63 @@ static int threads(int running, int sleeping, long maxcalls, const char *label)
 	_exit(0);
 }
 
-static double median5(double v[5])
+#define QUERY_ROUNDS 21
+
+/* ns per QUERY over n calls: the kernel's, the header's inline answer as
+ * an application compiles it, or the library's function (pointer). */
+static double query_ns(int how, long n, int (*volatile fn)(int, unsigned int, int),
+		       long *sum)
 {
-	qsort(v, 5, sizeof(v[0]), bench_cmp_double);
-	return v[2];
+	double t0 = bench_now();
+
+	if (how == 0)
+		for (long i = 0; i < n; i++)
+			*sum += syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+	else if (how == 1)
+		for (long i = 0; i < n; i++)
+			*sum += membarrier(MEMBARRIER_CMD_QUERY, 0, 0);
+	else
+		for (long i = 0; i < n; i++)
+			*sum += fn(MEMBARRIER_CMD_QUERY, 0, 0);
+	return (bench_now() - t0) / (double)n * 1e9;
 }
 
+/*
+ * QUERY_ROUNDS rounds of n calls of each kind, side by side; the ratios
+ * kernel / library are taken within each round, and their median and
+ * extremes reported with the median times.  The inline answer is read
+ * once for the loop, so its figure is mostly the loop itself.
+ */
 static int query(long n)
 {
-	double t[5];
+	int (*volatile fn)(int, unsigned int, int) = membarrier;
+	double t[3][QUERY_ROUNDS], ri[QUERY_ROUNDS], rf[QUERY_ROUNDS];
+	static const char *const label[3] = { "query-kernel", "query-library", "query-function" };
+	long sum = 0;
 
-	for (int r = 0; r < 5; r++) {
-		double t0 = bench_now();
-
-		for (long i = 0; i < n; i++)
-			(void)syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
-		t[r] = (bench_now() - t0) / (double)n;
+	for (int r = 0; r < QUERY_ROUNDS; r++) {
+		for (int how = 0; how < 3; how++)
+			t[how][r] = query_ns(how, n, fn, &sum);
+		ri[r] = t[0][r] / t[1][r];
+		rf[r] = t[0][r] / t[2][r];
 	}
-	printf("RESULT label=query-kernel calls=%ld ns=%.1f\n", n, median5(t) * 1e9);
-	for (int r = 0; r < 5; r++) {
-		double t0 = bench_now();
+	for (int how = 0; how < 3; how++) {
+		qsort(t[how], QUERY_ROUNDS, sizeof(double), bench_cmp_double);
+		printf("RESULT label=%s calls=%ld rounds=%d ns=%.2f", label[how], n,
+		       QUERY_ROUNDS, t[how][QUERY_ROUNDS / 2]);
+		if (how > 0) {
+			double *r = how == 1 ? ri : rf;
 
-		for (long i = 0; i < n; i++)
-			(void)membarrier(MEMBARRIER_CMD_QUERY, 0, 0);
-		t[r] = (bench_now() - t0) / (double)n;
+			/* The median's 95% interval: order statistics 6 and 15
+			 * of 21 (sign test), as in bench/light.c. */
+			qsort(r, QUERY_ROUNDS, sizeof(double), bench_cmp_double);
+			printf(" speedup_median=%.1f speedup_ci95_lo=%.1f speedup_ci95_hi=%.1f"
+			       " speedup_min=%.1f speedup_max=%.1f", r[QUERY_ROUNDS / 2], r[5], r[15],
+			       r[0], r[QUERY_ROUNDS - 1]);
+		}
+		printf("\n");
 	}
-	printf("RESULT label=query-library calls=%ld ns=%.1f\n", n, median5(t) * 1e9);
-	return 0;
+	return sum == 0;
 }
 
 static char *page;

@@ -9,7 +9,7 @@
 #      that has no more vCPUs than the host has CPUs (beyond that, TCG's
 #      vCPU threads queue for the host's CPUs and every IPI waits for a
 #      host time slice, which would make 1000 calls take minutes);
-#   2. the reader/writer table (host);
+#   2. the reader/writer table and the light barrier alone (host);
 #   3. the denial-of-service figure (guest, 2 vCPUs);
 #   4. the wrapper's cost: callgrind instructions and QUERY timings (host).
 #
@@ -24,6 +24,7 @@
 #   BENCH_RW_READERS [6] BENCH_RW_WRITERS [2]  (the 2015 table's)
 #   BENCH_DOS_SECONDS [1.5]  per phase; 3 interleaved rounds of 6 phases
 #   BENCH_CALLGRIND_CALLS [100000]
+#   BENCH_LIGHT_ROUNDS [101]  interleaved rounds of bench/light
 #   BENCH_REPORT [bench-report in the build tree]
 set -u
 top_builddir=$(cd "${top_builddir:-.}" && pwd)
@@ -41,6 +42,7 @@ readers=${BENCH_RW_READERS:-6}
 writers=${BENCH_RW_WRITERS:-2}
 dos_secs=${BENCH_DOS_SECONDS:-1.5}
 cg_calls=${BENCH_CALLGRIND_CALLS:-100000}
+light_rounds=${BENCH_LIGHT_ROUNDS:-101}
 repeat_vcpus=${BENCH_REPEAT_VCPUS:-$(for n in $vcpus; do echo "$n"; done | sort -n |
 	awk -v c="$(nproc)" 'NR == 1 || $1 <= c { v = $1 } END { print v }')}
 start=$(date +%s)
@@ -174,9 +176,36 @@ grep -q 'violations=[1-9]' "$data/rw.txt" && {
 	failed=1
 }
 
+# The light barrier alone, against a pure compiler barrier: interleaved
+# rounds on one pinned CPU, ratios within each round (bench/light.c), then
+# instructions per read, which no other job can change (callgrind: the
+# difference between 2N and N reads), and the code the compiler made.
+progress "host: the light barrier against a compiler barrier, $light_rounds interleaved rounds on CPU $last_cpu"
+env -u LIBMEMBARRIER_HEAVY "$b/light" "$light_rounds" "$last_cpu" 2>&1 | tee "$data/light.txt" |
+	grep -v 'label=light-round ' | show
+cg_read() { # LOOP READS: instructions of the whole program
+	rm -f "$tmp/cg"
+	env -u LIBMEMBARRIER_HEAVY valgrind --tool=callgrind --callgrind-out-file="$tmp/cg" \
+		"$b/light" count "$1" "$2" >/dev/null 2>&1 || return 1
+	callgrind_annotate "$tmp/cg" 2>/dev/null |
+		awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}'
+}
+for loop in barrier light call-barrier call-light fence; do
+	t1=$(cg_read "$loop" "$cg_calls") && t2=$(cg_read "$loop" $((2 * cg_calls))) &&
+		[ -n "$t1" ] && [ -n "$t2" ] &&
+		awk -v l="$loop" -v a="$t1" -v b="$t2" -v n="$cg_calls" \
+			'BEGIN { printf "RESULT label=instr-read-%s instructions=%.2f\n", l, (b - a) / n }'
+done | tee -a "$data/light.txt" | show
+for f in loop_barrier loop_light read_barrier read_light; do
+	echo "$f:"
+	objdump -d --no-show-raw-insn "$b/light" |
+		awk -v f="<$f>:" '$2 == f { on = 1; next } on && NF == 0 { exit } on' |
+		sed 's/^ *[0-9a-f]*:[[:space:]]*/    /; s/[[:space:]]*#.*<\(.*\)>$/    # \1/'
+done >"$data/light-objdump.txt"
+
 # ### 4. The wrapper's cost (host) ##########################################
 progress "host: QUERY from the library's cache and from the kernel"
-env -u LIBMEMBARRIER_HEAVY "$b/latency" query 1000000 2>&1 | tee "$data/wrapper.txt" | show
+env -u LIBMEMBARRIER_HEAVY "$b/latency" query 100000 2>&1 | tee "$data/wrapper.txt" | show
 progress "host: instructions per call (callgrind, user space only)"
 # Per call: the difference between 2N and N calls, so that
 # start-up does not count.  query-count is linked -no-install: no libtool
@@ -304,5 +333,8 @@ echo "elapsed_s=$(($(date +%s) - start))" >>"$data/machine.txt"
 # ### The report ###############################################################
 progress "writing the report and the plots"
 "$top_srcdir/bench/report.sh" "$out" || failed=1
+# The goals, met or not, with the measured figures (the report's table).
+sed -n '/^## Goals/,/^!\[/p' "$out/report.md" | grep '^| [^-g]' |
+	sed 's/^| //; s/ |$//; s/\*\*//g; s/ | /: /; s/ | / -> /; s/ -> $//; s/ |$//'
 progress "done: $out/report.md$( [ "$failed" = 0 ] || echo ' (with failures, see above)')"
 exit "$failed"
