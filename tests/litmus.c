@@ -11,9 +11,11 @@
  * leave a spin rendezvous together each round, which is what makes the
  * reordering visible at all.
  *
- * --churn adds a third thread that creates and joins short-lived threads
- * for as long as the rounds last, so the heavy side's view of the thread
- * list (the signal mechanism reads /proc/self/task) changes under it.
+ * --churn adds a third thread, on thread A's CPU, that creates and joins
+ * short-lived threads on thread B's CPU for as long as the rounds last, so
+ * the heavy side's view of the thread list (the signal mechanism reads
+ * /proc/self/task) changes under it, threads exiting on the other CPU
+ * while A lists them.
  *
  * usage: litmus [--control] [--churn] [--rounds N] [--expect none|some]
  * Prints the mechanism and counts; exits 0 when the expectation holds.
@@ -87,13 +89,28 @@ static void *short_lived(void *p)
 /* --churn: threads come and go while the rounds run. */
 static void *churner(void *p)
 {
+	pthread_attr_t attr;
+	cpu_set_t one;
+
 	(void)p;
+	/*
+	 * The churner on thread A's CPU, the threads it starts on thread B's:
+	 * they exit there while A lists the threads from its own CPU, and
+	 * the churner's own work (clone, join) does not keep B from its CPU.
+	 * Left to the scheduler, the churner settled on either CPU, and the
+	 * rounds cost 60 or 400 us depending on where.
+	 */
+	pin(0);
+	CPU_ZERO(&one);
+	CPU_SET(1, &one);
+	pthread_attr_init(&attr);
+	(void)pthread_attr_setaffinity_np(&attr, sizeof(one), &one);
 	while (!__atomic_load_n(&churn_stop, __ATOMIC_RELAXED)) {
 		pthread_t t;
 
 		struct timespec pause = { 0, 100000 };
 
-		if (pthread_create(&t, NULL, short_lived, NULL) == 0 &&
+		if (pthread_create(&t, &attr, short_lived, NULL) == 0 &&
 		    pthread_join(t, NULL) == 0)
 			__atomic_fetch_add(&churned, 1, __ATOMIC_RELAXED);
 		/*
@@ -103,6 +120,7 @@ static void *churner(void *p)
 		 */
 		nanosleep(&pause, NULL);
 	}
+	pthread_attr_destroy(&attr);
 	return NULL;
 }
 
