@@ -21,6 +21,17 @@ eperm_rounds=$((rounds / 10))
 n=0 failed=0
 
 echo "1..8"
+# A control may find nothing in one batch while the machine keeps the two
+# threads from leaving the rendezvous together (it happened: 3 forbidden
+# outcomes in 5 * 10^6 rounds with churn, 18777 without, in one CI run;
+# millions in others): up to 5 batches, each printed.
+control() {
+	for try in 1 2 3 4 5; do
+		"$@" && return 0
+		echo "control batch $try found no r1 == r2 == 0"
+	done
+	return 1
+}
 check() {
 	what=$1; shift
 	n=$((n + 1))
@@ -30,9 +41,9 @@ check() {
 }
 
 check "control (compiler barriers only) finds r1 == r2 == 0" \
-	env -u LIBMEMBARRIER_HEAVY "$litmus" --control --rounds "$control_rounds" --expect some
+	control env -u LIBMEMBARRIER_HEAVY "$litmus" --control --rounds "$control_rounds" --expect some
 check "control with thread churn finds r1 == r2 == 0" \
-	env -u LIBMEMBARRIER_HEAVY "$litmus" --control --churn --rounds "$control_rounds" --expect some
+	control env -u LIBMEMBARRIER_HEAVY "$litmus" --control --churn --rounds "$control_rounds" --expect some
 check "native mechanism: no r1 == r2 == 0 in $rounds rounds" \
 	env -u LIBMEMBARRIER_HEAVY "$litmus" --rounds "$rounds" --expect none
 check "seccomp-forced ENOSYS, signal fallback: none in $rounds rounds" \
