@@ -99,6 +99,7 @@
 #define LMB_SLOTS 64		/* concurrent barriers */
 #define LMB_BATCH 64		/* threads signalled per round */
 #define LMB_BLOCKED_LIMIT 10	/* seconds, see (D) */
+#define LMB_BLOCKED_LIMIT_NS ((int64_t)LMB_BLOCKED_LIMIT * 1000000000)
 #define LMB_MAX_RECLEN 32	/* a /proc/self/task entry with a 10-digit name */
 
 /*
@@ -501,14 +502,15 @@ static void lmb_pause(unsigned int round)
 
 /* How long lmb_wait() polls before it sleeps: a running target on another
  * CPU runs the handler in a few microseconds (about 8 on a 2-CPU VM). */
-#define LMB_POLL_NS 20000L
+#define LMB_POLL_NS 20000
 
-static long lmb_now_ns(void)
+/* CLOCK_MONOTONIC in nanoseconds: 64 bits on 32-bit architectures too. */
+static int64_t lmb_now_ns(void)
 {
 	struct timespec ts;
 
 	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long)ts.tv_sec * 1000000000L + ts.tv_nsec;
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 /*
@@ -530,7 +532,7 @@ static int lmb_wait(struct lmb_slot *slot, unsigned int seq, unsigned int round)
 
 	if (round == 0) {
 		/* A running target takes a few microseconds: poll first. */
-		long t0 = lmb_now_ns();
+		int64_t t0 = lmb_now_ns();
 
 		while (__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) == seq)
 			if (lmb_now_ns() - t0 > LMB_POLL_NS)
@@ -547,14 +549,6 @@ static int lmb_wait(struct lmb_slot *slot, unsigned int seq, unsigned int round)
 	ret = lmb_syscall(SYS_futex, (long)&slot->seq, FUTEX_WAIT_PRIVATE, (long)seq, (long)&ts);
 	__atomic_store_n(&slot->waiting, 0, __ATOMIC_RELAXED);
 	return ret != -ETIMEDOUT;
-}
-
-static long lmb_now(void)
-{
-	struct timespec ts;
-
-	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long)ts.tv_sec;
 }
 
 static struct lmb_slot *lmb_slot_get(int *index)
@@ -926,7 +920,7 @@ static int lmb_should_send(long dirfd, struct lmb_target *t, int sig, int strict
 
 /* Queue the signal to t; 0, or -errno. */
 static int lmb_send(struct lmb_target *t, int sig, pid_t pid, uid_t uid, int index,
-		    long start, long dirfd)
+		    int64_t start, long dirfd)
 {
 	siginfo_t info;
 	long ret;
@@ -941,7 +935,7 @@ static int lmb_send(struct lmb_target *t, int sig, pid_t pid, uid_t uid, int ind
 	while ((ret = lmb_syscall(SYS_rt_tgsigqueueinfo, pid, t->tid, sig,
 				  (long)&info)) == -EAGAIN) {
 		/* The real-time signal queue is full. */
-		if (lmb_now() - start > LMB_BLOCKED_LIMIT)
+		if (lmb_now_ns() - start > LMB_BLOCKED_LIMIT_NS)
 			lmb_die("membarrier_heavy: cannot queue signal %ld to thread %ld: "
 				"the real-time signal queue stayed full for 10 s", sig, t->tid);
 		lmb_pause(64);
@@ -963,7 +957,7 @@ static int lmb_round(struct lmb_slot *slot, int index, struct lmb_target *t, int
 		     int sig, pid_t pid, long dirfd, int sync_core, int strict)
 {
 	unsigned int gen = __atomic_load_n(&slot->gen, __ATOMIC_RELAXED) + 1;
-	long start = lmb_now();
+	int64_t start = lmb_now_ns();
 	uid_t uid = getuid();
 
 	if (gen == 0)
@@ -1018,7 +1012,7 @@ static int lmb_round(struct lmb_slot *slot, int index, struct lmb_target *t, int
 				pending--;
 				continue;
 			}
-			if (strict && lmb_now() - start > LMB_BLOCKED_LIMIT)
+			if (strict && lmb_now_ns() - start > LMB_BLOCKED_LIMIT_NS)
 				lmb_die("membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE): "
 					"thread %ld has not run the handler of signal %ld for 10 s "
 					"(it blocks the signal, or is stopped)", t[i].tid, sig);
@@ -1043,7 +1037,7 @@ static int lmb_round(struct lmb_slot *slot, int index, struct lmb_target *t, int
 					return ret;
 				continue;
 			}
-			if (s.blocked && lmb_now() - start > LMB_BLOCKED_LIMIT)
+			if (s.blocked && lmb_now_ns() - start > LMB_BLOCKED_LIMIT_NS)
 				lmb_die("membarrier_heavy: thread %ld runs with signal %ld blocked "
 					"and was not switched out for 10 s", t[i].tid, sig);
 		}
