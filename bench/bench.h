@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Helpers shared by the make bench programs: a clock, CPU pinning, the CAL
+ * Helpers shared by the make bench programs: clocks, CPU pinning, the CAL
  * (function call IPI) row of /proc/interrupts, and a result line that
  * bench/report.sh reads back ("RESULT key=value ...").
  */
@@ -22,6 +22,15 @@ static inline double bench_now(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The calling thread's CPU time: what other jobs on the host do not add to. */
+static inline double bench_thread_cpu(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 

@@ -153,8 +153,9 @@ static int query(long n)
 		if (how > 0) {
 			double *r = how == 1 ? ri : rf;
 
-			/* The median's 95% interval: order statistics 6 and 15
-			 * of 21 (sign test), as in bench/light.c. */
+			/* The median's 95% interval from the sign test, exact
+			 * for 21 rounds: the 6th and 16th smallest ratios
+			 * (bench/light.c uses its normal approximation). */
 			qsort(r, QUERY_ROUNDS, sizeof(double), bench_cmp_double);
 			printf(" speedup_median=%.1f speedup_ci95_lo=%.1f speedup_ci95_hi=%.1f"
 			       " speedup_min=%.1f speedup_max=%.1f", r[QUERY_ROUNDS / 2], r[5], r[15],

@@ -146,24 +146,16 @@ static const struct loop {
 };
 #define NLOOPS (int)(sizeof(loops) / sizeof(loops[0]))
 
-static double cpu_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Nanoseconds per read of one loop over n reads. */
 static double timed(int l, unsigned long n)
 {
-	double t0 = cpu_now();
+	double t0 = bench_thread_cpu();
 
 	if (loops[l].run(n) != 0) {
 		fprintf(stderr, "light: a reader saw a dead object\n");
 		exit(1);
 	}
-	return (cpu_now() - t0) * 1e9 / (double)n;
+	return (bench_thread_cpu() - t0) * 1e9 / (double)n;
 }
 
 /* The q-quantile (0..1) of v[0..n-1], sorted in place. */

@@ -163,14 +163,6 @@ static void wait_for_go(void)
 		sched_yield();
 }
 
-static double thread_cpu(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static void *reader_thread(void *arg)
 {
 	struct reader *r = arg;
@@ -181,7 +173,7 @@ static void *reader_thread(void *arg)
 	urcu_memb_register_thread();
 #endif
 	wait_for_go();
-	cpu0 = thread_cpu();
+	cpu0 = bench_thread_cpu();
 	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
 		struct obj *p;
 
@@ -192,7 +184,7 @@ static void *reader_thread(void *arg)
 		read_unlock(r);
 		n++;
 	}
-	r->cpu = thread_cpu() - cpu0;
+	r->cpu = bench_thread_cpu() - cpu0;
 	r->reads = n;
 	r->bad = bad;
 #if RW_FLAVOUR == RW_URCU
