@@ -107,6 +107,26 @@ build_library_tests() {
 	rm -rf "$lib/obj"
 }
 
+# guest_script FILE: start FILE, a guest shell script that runs several
+# programs in one boot (a boot costs seconds under TCG): it defines
+# "run DESCRIPTION COMMAND...", which runs COMMAND under timeout(1) (600 s)
+# and prints "ok - DESCRIPTION: exited 0" or "not ok ...", counting the
+# failures that the script's last line, "finish", returns as its status.
+guest_script() {
+	cat >"$1" <<'GUEST'
+fails=0
+run() {
+	desc=$1
+	shift
+	timeout 600 "$@"
+	rc=$?
+	if [ "$rc" = 0 ]; then echo "ok - $desc: exited 0"
+	else echo "not ok - $desc: exited $rc"; fails=$((fails + 1)); fi
+}
+finish() { [ "$fails" -lt 100 ] || fails=99; exit "$fails"; }
+GUEST
+}
+
 # guest_value KEY: the number after "# KEY " in the last guest output.
 guest_value() {
 	sed -n "s/^# $1 \([0-9.]*\).*/\1/p" "$GUEST_OUT" | tail -n 1
