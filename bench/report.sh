@@ -264,6 +264,33 @@ goal_wrap=$(verdict "$i_pl" "<=" 40)
 goal_query=$(verdict "$q_lo" ">=" 100)
 goal_s1=$(verdict "$s1" "<=" 10)
 goal_s32=$(verdict "$s32" "<=" 50)
+# fair_ratio LABEL FIELD: per round, FIELD of LABEL over FIELD of
+# attackers-0 in the same round; prints "median min max" over the rounds.
+fair_ratio() {
+	awk -v label="$1" -v field="$2" '
+		/^RESULT / {
+			delete kv
+			for (i = 2; i <= NF; i++) { p = index($i, "="); kv[substr($i, 1, p - 1)] = substr($i, p + 1) }
+			if (kv["label"] == "attackers-0") { rd++; base[rd] = kv[field] + 0 }
+			if (kv["label"] == label && rd && base[rd] > 0) r[n++] = (kv[field] + 0) / base[rd]
+		}
+		END {
+			if (!n) { print "- - -"; exit }
+			for (i = 0; i < n; i++)
+				for (j = i + 1; j < n; j++)
+					if (r[j] < r[i]) { t = r[i]; r[i] = r[j]; r[j] = t }
+			printf "%.2f %.2f %.2f\n", (n % 2) ? r[int(n / 2)] : (r[n / 2 - 1] + r[n / 2]) / 2, r[0], r[n - 1]
+		}' "$d/fair.txt" 2>/dev/null
+}
+fair_limit=$(get guest-latency.txt guest-kernel default_max_rate)
+# The worst honest p99 ratio and victim IPI rate over 1, 8, 64 attackers
+# of another uid (medians over the rounds).
+fair_worst_p99=$(for n in 1 8 64; do set -- $(fair_ratio attackers-$n honest_p99_us); echo "$1"; done |
+	sort -g | tail -n 1)
+fair_worst_ipi=$(for n in 1 8 64; do median fair.txt attackers-$n victim_ipis_per_s; done | sort -g | tail -n 1)
+goal_fair_p99=$(verdict "$fair_worst_p99" "<=" 2)
+goal_fair_ipi=$(awk -v x="$fair_worst_ipi" -v l="$fair_limit" 'BEGIN {
+	if (x == "" || l == "") print "not measured"; else print (x + 0 <= 1.1 * l) ? "met" : "not met" }')
 dos_nl=$(median dos.txt no-limit victim_ops_per_s)
 dos_dl=$(median dos.txt default-limit victim_ops_per_s)
 dos_off=$(median dos.txt expedited-off victim_ops_per_s)
@@ -494,6 +521,46 @@ under TCG follows the host's CPU contention more than the IPIs (compare
 "idle" and "busy"); the IPI rates are the robust figure: the limit and
 the knob bound them whatever the host does.
 
+## 3b. Fairness
+
+Guest with 4 vCPUs, two of them busy: a victim spinning in user space on
+CPU 1 (the CPU whose function call IPIs are counted) and the attackers'
+process on CPU 0, whose threads call SHARED_EXPEDITED back to back under
+uid 1002 (or, in the last row, under the honest caller's uid).  Meanwhile
+an honest process (uid 1000, CPU 2) calls SHARED_EXPEDITED and a third
+one (uid 1001, CPU 3) PRIVATE_EXPEDITED, each 100 times a second, timing
+every call; $(m fair_seconds) s per phase, three rounds of the five phases, interleaved.
+The ratios compare each p99 with the unloaded one (no attacker) of the
+same round: median over the rounds [smallest - largest].  The limit is
+kernel.membarrier_expedited_max_rate = ${fair_limit:--}/s.
+
+| attackers | honest median / p99 (us) | honest p99 vs unloaded | PRIVATE_EXPEDITED median / p99 (us) | its p99 vs unloaded | victim IPIs/s | attacker calls/s | rounds: IPI / throttled |
+|---|---|---|---|---|---|---|---|
+EOF
+	for l in attackers-0 attackers-1 attackers-8 attackers-64 same-uid-8; do
+		case $l in
+		attackers-0) name="none" ;;
+		attackers-*) name="${l#attackers-} (uid 1002)" ;;
+		same-uid-8) name="8 (the honest caller's uid)" ;;
+		esac
+		set -- $(fair_ratio "$l" honest_p99_us)
+		hr="$1 [$2 - $3]"
+		set -- $(fair_ratio "$l" private_p99_us)
+		pr="$1 [$2 - $3]"
+		printf '| %s | %s / %s | %s | %s / %s | %s | %s | %s | %s / %s |\n' "$name" \
+			"$(fmt "$(median fair.txt "$l" honest_median_us)")" "$(fmt "$(median fair.txt "$l" honest_p99_us)")" "$hr" \
+			"$(fmt "$(median fair.txt "$l" private_median_us)")" "$(fmt "$(median fair.txt "$l" private_p99_us)")" "$pr" \
+			"$(median fair.txt "$l" victim_ipis_per_s)" "$(median fair.txt "$l" attacker_calls_per_s)" \
+			"$(median fair.txt "$l" stats_ipi)" "$(median fair.txt "$l" stats_throttled)"
+	done
+	cat <<EOF
+
+The limit is shared fairly among the users that call the command (see
+the kernel series' cover letter): attackers under another uid take their
+share, not the honest caller's, so its calls keep the IPI path; attackers
+under its own uid share its budget, and then its calls over the budget
+wait for a grace period (a user can only slow itself down).
+
 ## 4. The wrapper's cost
 
 Instructions are user space only, counted by valgrind's callgrind (the
@@ -544,6 +611,8 @@ Each goal as measured in this run; a ratio counts as met only when its
 | heavy() over signals, 1 other running thread, at most 10 us | median $(fmt "$s1") us, p90 $(fmt "$s1p") us | **$goal_s1** |
 | heavy() over signals, 32 sleeping threads, at most 50 us | median $(fmt "$s32") us, p90 $(fmt "$s32p") us | **$goal_s32** |
 | run-time-detected reader at least 4 x the fence-based one (reader/writer) | $rt_vs_fe x | **$goal_4** |
+| SHARED_EXPEDITED fairness: an honest caller's p99 within 2 x its unloaded p99, under 1, 8, 64 attacker threads of another uid | worst median ratio ${fair_worst_p99:--} (section 3b) | **$goal_fair_p99** |
+| the victim CPU's IPI rate within 1.1 x the limit under those attacks | worst ${fair_worst_ipi:--}/s against ${fair_limit:--}/s | **$goal_fair_ipi** |
 
 ![light barrier, per round](light.png)
 

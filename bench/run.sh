@@ -10,7 +10,9 @@
 #      vCPU threads queue for the host's CPUs and every IPI waits for a
 #      host time slice, which would make 1000 calls take minutes);
 #   2. the reader/writer table and the light barrier alone (host);
-#   3. the denial-of-service figure (guest, 2 vCPUs);
+#   3. the denial-of-service figure (guest, 2 vCPUs), and fairness: an
+#      honest caller's latency and the victim's IPI rate under 0-64
+#      attacker threads (guest, 4 vCPUs);
 #   4. the wrapper's cost: callgrind instructions and QUERY timings (host).
 #
 # Environment (defaults in brackets, sized for a full run in well under 20
@@ -23,6 +25,7 @@
 #   BENCH_RW_SECONDS [2] BENCH_RW_REPS [5]
 #   BENCH_RW_READERS [6] BENCH_RW_WRITERS [2]  (the 2015 table's)
 #   BENCH_DOS_SECONDS [1.5]  per phase; 3 interleaved rounds of 6 phases
+#   BENCH_FAIR_SECONDS [4]   per phase; 3 interleaved rounds of 5 phases
 #   BENCH_CALLGRIND_CALLS [100000]
 #   BENCH_LIGHT_ROUNDS [101]  interleaved rounds of bench/light
 #   BENCH_REPORT [bench-report in the build tree]
@@ -41,6 +44,7 @@ rw_reps=${BENCH_RW_REPS:-5}
 readers=${BENCH_RW_READERS:-6}
 writers=${BENCH_RW_WRITERS:-2}
 dos_secs=${BENCH_DOS_SECONDS:-1.5}
+fair_secs=${BENCH_FAIR_SECONDS:-4}
 cg_calls=${BENCH_CALLGRIND_CALLS:-100000}
 light_rounds=${BENCH_LIGHT_ROUNDS:-101}
 repeat_vcpus=${BENCH_REPEAT_VCPUS:-$(for n in $vcpus; do echo "$n"; done | sort -n |
@@ -118,6 +122,7 @@ cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
 	echo "latency_maxcalls=$maxcalls"
 	echo "repeat_calls=$repeat_calls"
 	echo "dos_seconds=$dos_secs"
+	echo "fair_seconds=$fair_secs"
 	echo "repeat_vcpus=$repeat_vcpus"
 	echo "vcpus=$vcpus"
 } >"$data/machine.txt"
@@ -241,7 +246,7 @@ if [ ! -f "$kdir/bzImage" ]; then
 	exit 1
 fi
 mkdir -p "$tmp/bench"
-for p in latency dos; do
+for p in latency dos fair; do
 	"$CC" -static -O2 -std=gnu11 -Wall -Wextra -Werror -pthread \
 		-I"$top_builddir" -I"$top_builddir/libmembarrier" -I"$top_srcdir/libmembarrier" \
 		-I"$top_srcdir/bench" -o "$tmp/bench/$p" "$top_srcdir/bench/$p.c" \
@@ -326,6 +331,25 @@ EOF
 progress "guest, 2 vCPUs: a victim's throughput and IPIs under a SHARED_EXPEDITED loop"
 : >"$data/dos.txt"
 guest 2 300 "$tmp/guest-dos.sh" "$data/dos.txt"
+
+# ### 3b. Fairness (guest, 4 vCPUs, two of them busy) #########################
+# An honest caller (uid 1000, SHARED_EXPEDITED 100 times a second) and a
+# third process (uid 1001, PRIVATE_EXPEDITED 100 times a second) while 0,
+# 1, 8 and 64 attacker threads (uid 1002, or the honest caller's own uid)
+# loop on SHARED_EXPEDITED at the default limit.  Three rounds,
+# interleaved; the report takes medians and compares each p99 with the
+# unloaded one of the same round.
+cat >"$tmp/guest-fair.sh" <<EOF
+for round in 1 2 3; do
+	for n in 0 1 8 64; do
+		/bench/fair \$n $fair_secs attackers-\$n other-uid
+	done
+	/bench/fair 8 $fair_secs same-uid-8 same-uid
+done
+EOF
+progress "guest, 4 vCPUs: an honest caller's latency under SHARED_EXPEDITED attackers"
+: >"$data/fair.txt"
+guest 4 600 "$tmp/guest-fair.sh" "$data/fair.txt"
 
 echo "load_end=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$data/machine.txt"
 echo "elapsed_s=$(($(date +%s) - start))" >>"$data/machine.txt"
