@@ -11,7 +11,9 @@
  *   mbtool ratelimit RATE SECS NSPIN
  *                                CAL IPIs on CPUs 1..NSPIN (running user
  *                                busy loops) under a SHARED_EXPEDITED loop
- *                                on CPU 0, with max_rate RATE and 0
+ *                                on CPU 0, with max_rate RATE (also with
+ *                                rcu_expedited=1) and 0, and the counts
+ *                                of kernel.membarrier_expedited_stats
  *   mbtool litmus MODE ROUNDS [MAXDELAY]
  *                                store-buffering litmus; MODE is
  *                                "membarrier" or "compiler" (control)
@@ -43,6 +45,8 @@
 
 #define SYSCTL_EXPEDITED "/proc/sys/kernel/membarrier_expedited"
 #define SYSCTL_MAX_RATE "/proc/sys/kernel/membarrier_expedited_max_rate"
+#define SYSCTL_STATS "/proc/sys/kernel/membarrier_expedited_stats"
+#define RCU_EXPEDITED "/sys/kernel/rcu_expedited"
 #define MAX_CPUS 64
 
 static int ntest, nfail;
@@ -316,20 +320,67 @@ static long long cal_phase(int ncpu, double secs, int attack, long *calls, doubl
 	return max;
 }
 
+/* kernel.membarrier_expedited_stats: IPI rounds, throttled, disabled. */
+static int read_stats(unsigned long st[3])
+{
+	FILE *f = fopen(SYSCTL_STATS, "r");
+	int n;
+
+	if (!f)
+		return -1;
+	n = fscanf(f, "%lu %lu %lu", &st[0], &st[1], &st[2]);
+	fclose(f);
+	return n == 3 ? 0 : -1;
+}
+
+/*
+ * One attacker phase with max_rate = @rate: the busiest other CPU's CAL
+ * delta must stay within R * t * 1.1 + baseline + 10, and the statistics
+ * must count the calls (IPI rounds within the same bound, the rest
+ * throttled).
+ */
+static void limited_phase(int ncpu, double secs, int rate, long long base, const char *what)
+{
+	unsigned long st0[3], st1[3];
+	long long cal, bound;
+	long calls;
+	double el;
+	int have_stats = !read_stats(st0);
+
+	cal = cal_phase(ncpu, secs, 1, &calls, &el);
+	bound = (long long)(rate * el * 1.1) + base + 10;
+	printf("# max_rate=%d%s: %ld calls (%.0f/s), CAL delta %lld in %.2f s = %.0f IPI/s per CPU\n",
+	       rate, what, calls, calls / el, cal, el, cal / el);
+	ok(cal <= bound, "IPIs per CPU with max_rate=%d%s: %lld <= %lld (R*t*1.1 + baseline + 10)",
+	   rate, what, cal, bound);
+	if (have_stats && !read_stats(st1)) {
+		unsigned long ipi = st1[0] - st0[0], thr = st1[1] - st0[1];
+
+		printf("# stats%s: %lu IPI rounds, %lu throttled, %lu disabled\n", what, ipi, thr,
+		       st1[2] - st0[2]);
+		ok(ipi + thr == (unsigned long)calls && ipi <= (unsigned long)bound,
+		   "stats%s: %lu IPI rounds + %lu throttled = %ld calls, rounds <= %lld", what, ipi,
+		   thr, calls, bound);
+	} else {
+		ok(0, "read %s", SYSCTL_STATS);
+	}
+}
+
 static int cmd_ratelimit(int rate, double secs, int nspin)
 {
 	int ncpu = nspin + 1;
-	long long base, limited, unlimited, bound;
+	long long base, unlimited;
 	long calls;
-	double el_base, el_lim, el_unl;
+	double el_base, el_unl;
 	long saved = read_long(SYSCTL_MAX_RATE);
+	long saved_exp = read_long(RCU_EXPEDITED);
 	long long cal[MAX_CPUS];
 
-	printf("1..4\n");
+	printf("1..8\n");
 	if (ncpu < 2 || ncpu > sysconf(_SC_NPROCESSORS_ONLN) || ncpu > MAX_CPUS ||
-	    read_cal_row(cal, ncpu) || saved < 0) {
-		printf("# need 2..%d CPUs, a CAL row in /proc/interrupts and %s\n", MAX_CPUS,
-		       SYSCTL_MAX_RATE);
+	    read_cal_row(cal, ncpu) || saved < 0 || saved_exp < 0) {
+		printf("# need 2..%d CPUs, a CAL row in /proc/interrupts, %s and %s\n", MAX_CPUS,
+		       SYSCTL_MAX_RATE, RCU_EXPEDITED);
 		return 77;
 	}
 	printf("# %d CPUs, rate limit %d/s, %.1f s per phase; CAL = max over CPUs 1..%d\n",
@@ -339,12 +390,14 @@ static int cmd_ratelimit(int rate, double secs, int nspin)
 	printf("# baseline (no attacker): CAL delta %lld in %.2f s\n", base, el_base);
 
 	ok(write_long(SYSCTL_MAX_RATE, rate) == 0, "set max_rate to %d", rate);
-	limited = cal_phase(ncpu, secs, 1, &calls, &el_lim);
-	bound = (long long)(rate * el_lim * 1.1) + base + 10;
-	printf("# max_rate=%d: %ld calls (%.0f/s), CAL delta %lld in %.2f s = %.0f IPI/s per CPU\n",
-	       rate, calls, calls / el_lim, limited, el_lim, limited / el_lim);
-	ok(limited <= bound, "IPIs per CPU with max_rate=%d: %lld <= %lld (R*t*1.1 + baseline + 10)",
-	   rate, limited, bound);
+	limited_phase(ncpu, secs, rate, base, "");
+	/*
+	 * With rcu_expedited, synchronize_rcu() is expedited and IPIs every
+	 * CPU running user code: the fallback must not use it.
+	 */
+	write_long(RCU_EXPEDITED, 1);
+	limited_phase(ncpu, secs, rate, base, ", rcu_expedited=1");
+	write_long(RCU_EXPEDITED, saved_exp);
 
 	write_long(SYSCTL_MAX_RATE, 0);
 	unlimited = cal_phase(ncpu, secs, 1, &calls, &el_unl);
