@@ -1,12 +1,18 @@
 #!/bin/bash
 # Build the guest kernel for the libmembarrier tests, outside the repository.
 #
-# Usage: kernel/build.sh [patched|nomembarrier]      (default: patched)
+# Usage: kernel/build.sh [patched|nomembarrier|debug|source]  (default: patched)
 #
 #   patched       Debian linux-source-6.1 + kernel/patches/series,
 #                 tinyconfig + kernel/config.fragment.
 #   nomembarrier  the same source, plus kernel/config-nomembarrier.fragment
 #                 (CONFIG_MEMBARRIER=n).
+#   debug         the same source, plus kernel/config-debug.fragment
+#                 (full preemption, lockdep, KASAN, UBSAN, hotplug).
+#   source        only the source tree (the tarball unpacked, the series
+#                 applied), shared by the others; its directory is the last
+#                 line (for kernel/checkpatch.sh and kernel/matrix.sh, which
+#                 must not write into it).
 #
 # The last line on stdout is the output directory, which contains:
 #   bzImage, config, usr/include (headers_install), selftests/ (static
@@ -26,9 +32,9 @@ set -euo pipefail
 me=kernel/build.sh
 variant=${1:-patched}
 case $variant in
-patched|nomembarrier) ;;
+patched|nomembarrier|debug|source) ;;
 -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-*) echo "$me: unknown variant '$variant' (patched|nomembarrier)" >&2; exit 2 ;;
+*) echo "$me: unknown variant '$variant' (patched|nomembarrier|debug|source)" >&2; exit 2 ;;
 esac
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -62,7 +68,7 @@ done <"$series"
 src_key=$(cat "$series" ${patches[@]+"${patches[@]}"} | sha256sum | cut -c1-16)
 
 fragments=("$here/config.fragment")
-[ "$variant" = nomembarrier ] && fragments+=("$here/config-nomembarrier.fragment")
+case $variant in patched|source) ;; *) fragments+=("$here/config-$variant.fragment") ;; esac
 for f in "${fragments[@]}"; do [ -f "$f" ] || die "$f not found"; done
 build_key=$( (echo "schema=$schema variant=$variant src=$src_key"; cat "${fragments[@]}") |
 	sha256sum | cut -c1-16)
@@ -84,7 +90,7 @@ srcdir=$cache/src-$version-$tar_sha-$src_key
 outdir=$cache/linux-$version-$variant-$build_key
 objdir=$outdir/obj
 
-if [ -f "$outdir/.complete" ]; then
+if [ "$variant" != source ] && [ -f "$outdir/.complete" ]; then
 	say "up to date: $outdir"
 	echo "$outdir"
 	exit 0
@@ -111,6 +117,10 @@ if [ ! -f "$srcdir/.complete" ]; then
 	touch "$srcdir/.complete"
 fi
 flock -u 8
+if [ "$variant" = source ]; then
+	echo "$srcdir"
+	exit 0
+fi
 
 # --- build ------------------------------------------------------------------------
 exec 9>"$outdir.lock"
