@@ -557,9 +557,16 @@ EOF
 
 The limit is shared fairly among the users that call the command (see
 the kernel series' cover letter): attackers under another uid take their
-share, not the honest caller's, so its calls keep the IPI path; attackers
-under its own uid share its budget, and then its calls over the budget
-wait for a grace period (a user can only slow itself down).
+own share, so the honest caller's median stays the unloaded one (with a
+system-wide budget alone it became a grace period, milliseconds) and the
+victim's IPI rate stays far below the limit; attackers under its own uid
+share its budget (a user can only slow itself down).  Its p99 does not
+stay within 2 x: under TCG an IPI round waits for the host to run the
+target vCPUs, and with the attackers more vCPUs want the host's two CPUs,
+so some rounds, the honest caller's or the one it waits behind, take
+milliseconds, and the spacing's duty-cycle term (twice the average
+round) then also shrinks every user's share.  Hardware without vCPU
+scheduling is needed for that figure.
 
 ## 4. The wrapper's cost
 
