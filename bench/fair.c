@@ -44,12 +44,12 @@
 
 #include "membarrier.h"
 #include "bench.h"
+#include "../tests/guest/sysctl.h"
 
 #define VICTIM_CPU 1
 #define MAX_ATTACKERS 64
 #define PERIOD_NS 10000000L	/* 100 calls a second */
 #define MAX_SAMPLES 100000
-#define STATS "/proc/sys/kernel/membarrier_expedited_stats"
 
 struct shared {
 	double latency_us[2][MAX_SAMPLES];	/* honest, private */
@@ -176,19 +176,6 @@ static double quantile(double *v, int n, double q)
 	return v[i];
 }
 
-static int read_stats(unsigned long st[3])
-{
-	FILE *f = fopen(STATS, "r");
-	int n;
-
-	st[0] = st[1] = st[2] = 0;
-	if (!f)
-		return -1;
-	n = fscanf(f, "%lu %lu %lu", &st[0], &st[1], &st[2]);
-	fclose(f);
-	return n == 3 ? 0 : -1;
-}
-
 static pid_t child(void (*fn)(int), int arg)
 {
 	pid_t pid = fork();
@@ -262,7 +249,7 @@ int main(int argc, char **argv)
 		spin_forever();
 	usleep(200000);
 
-	read_stats(st0);
+	read_membarrier_stats(st0);
 	read_cal_row(before, ncpu);
 	t0 = bench_now();
 	pids[0] = nattack ? child(run_attackers, nattack) : 0;
@@ -273,7 +260,7 @@ int main(int argc, char **argv)
 			waitpid(pids[i], NULL, 0);
 	t = bench_now() - t0;
 	read_cal_row(after, ncpu);
-	read_stats(st1);
+	read_membarrier_stats(st1);
 	kill(victim, SIGKILL);
 	waitpid(victim, NULL, 0);
 	if (sh->failed)

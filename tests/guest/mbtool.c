@@ -42,11 +42,7 @@
 #include <unistd.h>
 
 #include "interrupts.h"
-
-#define SYSCTL_EXPEDITED "/proc/sys/kernel/membarrier_expedited"
-#define SYSCTL_MAX_RATE "/proc/sys/kernel/membarrier_expedited_max_rate"
-#define SYSCTL_STATS "/proc/sys/kernel/membarrier_expedited_stats"
-#define RCU_EXPEDITED "/sys/kernel/rcu_expedited"
+#include "sysctl.h"
 #define MAX_CPUS 64
 
 static int ntest, nfail;
@@ -91,39 +87,6 @@ static void pin(int cpu)
 	CPU_ZERO(&set);
 	CPU_SET(cpu, &set);
 	sched_setaffinity(0, sizeof(set), &set);
-}
-
-/* Returns the value, or -errno. */
-static long read_long(const char *path)
-{
-	char buf[64];
-	ssize_t n;
-	int fd = open(path, O_RDONLY);
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	buf[n] = 0;
-	return strtol(buf, NULL, 10);
-}
-
-/* Returns 0 or -errno (of open or write). */
-static int write_long(const char *path, long v)
-{
-	char buf[64];
-	int fd, ret = 0;
-
-	fd = open(path, O_WRONLY);
-	if (fd < 0)
-		return -errno;
-	snprintf(buf, sizeof(buf), "%ld\n", v);
-	if (write(fd, buf, strlen(buf)) < 0)
-		ret = -errno;
-	close(fd);
-	return ret;
 }
 
 static int cmd_basic(void)
@@ -320,19 +283,6 @@ static long long cal_phase(int ncpu, double secs, int attack, long *calls, doubl
 	return max;
 }
 
-/* kernel.membarrier_expedited_stats: IPI rounds, throttled, disabled. */
-static int read_stats(unsigned long st[3])
-{
-	FILE *f = fopen(SYSCTL_STATS, "r");
-	int n;
-
-	if (!f)
-		return -1;
-	n = fscanf(f, "%lu %lu %lu", &st[0], &st[1], &st[2]);
-	fclose(f);
-	return n == 3 ? 0 : -1;
-}
-
 /*
  * One attacker phase with max_rate = @rate: the busiest other CPU's CAL
  * delta must stay within R * t * 1.1 + baseline + 10, and the statistics
@@ -345,7 +295,7 @@ static void limited_phase(int ncpu, double secs, int rate, long long base, const
 	long long cal, bound;
 	long calls;
 	double el;
-	int have_stats = !read_stats(st0);
+	int have_stats = !read_membarrier_stats(st0);
 
 	cal = cal_phase(ncpu, secs, 1, &calls, &el);
 	bound = (long long)(rate * el * 1.1) + base + 10;
@@ -353,7 +303,7 @@ static void limited_phase(int ncpu, double secs, int rate, long long base, const
 	       rate, what, calls, calls / el, cal, el, cal / el);
 	ok(cal <= bound, "IPIs per CPU with max_rate=%d%s: %lld <= %lld (R*t*1.1 + baseline + 10)",
 	   rate, what, cal, bound);
-	if (have_stats && !read_stats(st1)) {
+	if (have_stats && !read_membarrier_stats(st1)) {
 		unsigned long ipi = st1[0] - st0[0], thr = st1[1] - st0[1];
 
 		printf("# stats%s: %lu IPI rounds, %lu throttled, %lu disabled\n", what, ipi, thr,

@@ -26,7 +26,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <linux/membarrier.h>
 #include <pthread.h>
 #include <signal.h>
@@ -41,12 +40,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define WORKERS 4	/* threads per worker process */
-#define MAX_CPUS 64
+#include "sysctl.h"
 
-#define SYSCTL_EXPEDITED "/proc/sys/kernel/membarrier_expedited"
-#define SYSCTL_MAX_RATE "/proc/sys/kernel/membarrier_expedited_max_rate"
-#define RCU_EXPEDITED "/sys/kernel/rcu_expedited"
+#define WORKERS 4	/* threads per worker process */
 
 struct counts {
 	long calls;		/* made so far, all workers */
@@ -178,28 +174,6 @@ static pid_t worker_process(uid_t uid)
 	return pid;
 }
 
-static int write_str(const char *path, const char *v)
-{
-	int fd = open(path, O_WRONLY), ret = 0;
-
-	if (fd < 0)
-		return -1;
-	if (write(fd, v, strlen(v)) < 0)
-		ret = -1;
-	close(fd);
-	return ret;
-}
-
-static void read_str(const char *path, char *buf, size_t len)
-{
-	int fd = open(path, O_RDONLY);
-	ssize_t n = fd < 0 ? -1 : read(fd, buf, len - 1);
-
-	buf[n > 0 ? n : 0] = 0;
-	if (fd >= 0)
-		close(fd);
-}
-
 static void nap_ms(int ms)
 {
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
@@ -250,7 +224,7 @@ static void cpu_online(int cpu, int on)
 	char path[64];
 
 	snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/online", cpu);
-	write_str(path, on ? "1" : "0");
+	write_long(path, on);
 }
 
 static void *hotplug(void *arg)
@@ -274,20 +248,20 @@ static void *hotplug(void *arg)
 
 static void *knobs(void *arg)
 {
-	static const char *const rates[] = { "0", "1", "50", "1000", "1000000" };
+	static const long rates[] = { 0, 1, 50, 1000, 1000000 };
 	unsigned int seed = 123;
 
 	(void)arg;
 	while (!stop) {
 		switch (rnd(&seed) % 3) {
 		case 0:
-			write_str(SYSCTL_EXPEDITED, rnd(&seed) % 2 ? "1" : "0");
+			write_long(SYSCTL_EXPEDITED, rnd(&seed) % 2);
 			break;
 		case 1:
-			write_str(SYSCTL_MAX_RATE, rates[rnd(&seed) % 5]);
+			write_long(SYSCTL_MAX_RATE, rates[rnd(&seed) % 5]);
 			break;
 		default:
-			write_str(RCU_EXPEDITED, rnd(&seed) % 2 ? "1" : "0");
+			write_long(RCU_EXPEDITED, rnd(&seed) % 2);
 			break;
 		}
 		knob_flips++;
@@ -298,7 +272,8 @@ static void *knobs(void *arg)
 
 int main(int argc, char **argv)
 {
-	char saved_exp[16], saved_rate[16], saved_rcu[16];
+	static const char *const knob[] = { SYSCTL_EXPEDITED, SYSCTL_MAX_RATE, RCU_EXPEDITED };
+	long saved[3];
 	pthread_t tc, th, tk;
 	pid_t w1, w2;
 	int st1, st2, failed = 0;
@@ -321,9 +296,8 @@ int main(int argc, char **argv)
 		printf("not ok 1 - QUERY works and there are 2 CPUs or more\n");
 		return 1;
 	}
-	read_str(SYSCTL_EXPEDITED, saved_exp, sizeof(saved_exp));
-	read_str(SYSCTL_MAX_RATE, saved_rate, sizeof(saved_rate));
-	read_str(RCU_EXPEDITED, saved_rcu, sizeof(saved_rcu));
+	for (int i = 0; i < 3; i++)
+		saved[i] = read_long(knob[i]);
 
 	t0 = time(NULL);
 	/* The workers first: fork() before this process has threads. */
@@ -340,9 +314,9 @@ int main(int argc, char **argv)
 	pthread_join(tk, NULL);
 	for (int cpu = 1; cpu < ncpus; cpu++)
 		cpu_online(cpu, 1);
-	write_str(SYSCTL_EXPEDITED, saved_exp);
-	write_str(SYSCTL_MAX_RATE, saved_rate);
-	write_str(RCU_EXPEDITED, saved_rcu);
+	for (int i = 0; i < 3; i++)
+		if (saved[i] >= 0)
+			write_long(knob[i], saved[i]);
 
 	printf("# %ld calls in %ld s: %ld returned 0, %ld EPERM, %ld EINVAL; %ld children, %ld hotplug cycles, %ld knob changes\n",
 	       shm->calls, (long)(time(NULL) - t0), shm->ok, shm->eperm, shm->einval, churned,
