@@ -380,8 +380,30 @@ static int lmb_proc_is_ours(void)
 	return *p == '\n' && pid == getpid();
 }
 
+/*
+ * Can a free signal be sent here?  qemu-user (7.2) takes a handler for the
+ * emulated program's two highest real-time signals but has no host signal
+ * to carry them (it keeps two for itself) and refuses to send them:
+ * EINVAL.  Sent to this thread while ignored, which discards it (a free
+ * signal is not blocked here); the disposition is restored.
+ */
+static int lmb_deliverable(int sig)
+{
+	struct sigaction ign, old;
+	int ok;
+
+	memset(&ign, 0, sizeof(ign));
+	ign.sa_handler = SIG_IGN;
+	if (sigaction(sig, &ign, &old) != 0)
+		return 0;
+	ok = lmb_syscall(SYS_tgkill, getpid(), lmb_gettid(), sig, 0) == 0;
+	(void)sigaction(sig, &old, NULL);
+	return ok;
+}
+
 /* Install the handler on the signal asked for, or on the highest free
- * real-time signal other than `avoid`.  Returns it, or -1. */
+ * real-time signal other than `avoid` that can be sent.  Returns it, or
+ * -1. */
 static int lmb_install(int requested, int avoid)
 {
 	struct sigaction sa;
@@ -389,7 +411,7 @@ static int lmb_install(int requested, int avoid)
 
 	for (int s = requested ? requested : SIGRTMAX;
 	     s >= (requested ? requested : SIGRTMIN); s--) {
-		if (s != avoid && (lmb_ours(s) || lmb_free(s))) {
+		if (s != avoid && (lmb_ours(s) || (lmb_free(s) && lmb_deliverable(s)))) {
 			sig = s;
 			break;
 		}
@@ -1175,6 +1197,6 @@ int lmb_signal_heavy(int sync_core)
 			lmb_die("membarrier_heavy: this thread (%ld) is not in /proc/self/task "
 				"(a /proc of another PID namespace?)", lmb_gettid(), 0);
 		lmb_die("membarrier_heavy: cannot list the threads in /proc/self/task "
-			"(errno %ld)", -ret, 0);
+			"or signal them (errno %ld)", -ret, 0);
 	}
 }
