@@ -52,7 +52,9 @@ while read -r page name; do
 		failed=1
 		continue
 	fi
-	out=$(LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$prog" 2>&1)
+	# A cross build's programs run under TEST_EMULATOR (configure).
+	out=$(LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} ${TEST_EMULATOR:-} \
+		"$prog" 2>&1)
 	rc=$?
 	if [ $rc -eq 0 ]; then
 		echo "ok $n - $name runs"

@@ -15,9 +15,9 @@
 # (--mount-proc), gets the signal mechanism.  Needs root (unshare); skips
 # without it or where unshare(CLONE_NEWPID) is refused.
 set -u
-info=${top_builddir:-.}/tools/membarrier-info
 litmus=${top_builddir:-.}/tests/litmus
 n=0 failed=0
+. "${top_srcdir:-.}/tests/emulator.sh"
 
 if [ "$(id -u)" != 0 ]; then
 	echo "1..0 # SKIP needs root for unshare --pid"
@@ -47,7 +47,7 @@ ok $? "in the namespace /proc/self is the parent namespace's pid, and task/ lack
 
 # The program runs as pid 2 under sh, not as the namespace's init (pid 1
 # ignores signals it has no handler for, abort()'s SIGABRT included).
-out=$(unshare --pid --fork sh -c 'env LIBMEMBARRIER_HEAVY=signal "$1"; echo "exit $?"' sh \
+out=$(unshare --pid --fork sh -c 'env LIBMEMBARRIER_HEAVY=signal $TEST_EMULATOR "$1"; echo "exit $?"' sh \
 	"$info" 2>&1)
 printf '%s\n' "$out" | sed 's/^/# /'
 printf '%s\n' "$out" | grep -q '^exit 0$' &&
@@ -56,7 +56,7 @@ printf '%s\n' "$out" | grep -q '^exit 0$' &&
 ok $? "membarrier-info, LIBMEMBARRIER_HEAVY=signal: heavy is fence, light a full fence"
 
 out=$(unshare --pid --fork sh -c \
-	'env LIBMEMBARRIER_HEAVY=signal "$1" --rounds 100000 --expect none; echo "exit $?"' sh \
+	'env LIBMEMBARRIER_HEAVY=signal $TEST_EMULATOR "$1" --rounds 100000 --expect none; echo "exit $?"' sh \
 	"$litmus" 2>&1)
 printf '%s\n' "$out" | sed 's/^/# /'
 printf '%s\n' "$out" | grep -q 'heavy=fence light=fence'
@@ -65,7 +65,7 @@ printf '%s\n' "$out" | grep -q '^exit 0$'
 ok $? "litmus, LIBMEMBARRIER_HEAVY=signal: none in 100000 rounds"
 
 # The control: the namespace's own /proc lists our tids; signals work.
-out=$(unshare --pid --fork --mount-proc sh -c 'env LIBMEMBARRIER_HEAVY=signal "$1"; echo "exit $?"' \
+out=$(unshare --pid --fork --mount-proc sh -c 'env LIBMEMBARRIER_HEAVY=signal $TEST_EMULATOR "$1"; echo "exit $?"' \
 	sh "$info" 2>&1)
 printf '%s\n' "$out" | sed 's/^/# /'
 printf '%s\n' "$out" | grep -q '^exit 0$' &&

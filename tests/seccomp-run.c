@@ -2,6 +2,7 @@
 /*
  * seccomp-run ENOSYS|EPERM|KILL program [args...]: run a program with
  * membarrier(2) refused (as by a sandbox, or as on a kernel without it).
+ * Exits 77 where seccomp filters are refused (qemu-user), 2 on misuse.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -29,8 +30,10 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (deny_membarrier(action) != 0) {
-		perror("seccomp-run: seccomp");
-		return 2;
+		/* 77: refused here (qemu-user: EINVAL), not a usage error. */
+		fprintf(stderr, "seccomp-run: cannot install a seccomp filter: %s\n",
+			strerror(errno));
+		return errno == EINVAL || errno == ENOSYS ? 77 : 2;
 	}
 	execvp(argv[2], argv + 2);
 	fprintf(stderr, "seccomp-run: %s: %s\n", argv[2], strerror(errno));

@@ -680,7 +680,7 @@ static void run_case(const struct tcase *c, const char *argv0)
 		unsetenv("LIBMEMBARRIER_SIGNAL");
 		dup2(po[1], STDOUT_FILENO);
 		dup2(pe[1], STDERR_FILENO);
-		execl("/proc/self/exe", argv0, "--case", c->name, (char *)NULL);
+		test_reexec(argv0, "--case", c->name);
 		_exit(97);
 	}
 	close(po[1]);

@@ -5,13 +5,15 @@
 # libatomic: no undefined __atomic_* symbol (its state words are lock-free
 # on every Debian architecture, i386 included).
 set -u
+# A cross build's binutils (configure's NM and OBJDUMP) read its library.
+: "${NM:=nm}" "${OBJDUMP:=objdump}"
 lib=${top_builddir:-.}/libmembarrier/.libs/libmembarrier.so.1
 map=${top_srcdir:-.}/libmembarrier/libmembarrier.sym
 echo "1..4"
 [ -e "$lib" ] || { echo "Bail out! $lib not built"; exit 99; }
 want=$(sed -n 's/^[[:space:]]*\([a-z_][a-z_0-9]*\);$/\1/p' "$map" | sort)
 nodes=$(sed -n 's/^\(LIBMEMBARRIER_[0-9.]*\) {$/\1/p' "$map")
-have=$(nm -D --defined-only "$lib" | awk '$3 !~ /^LIBMEMBARRIER_[0-9.]*$/ {print $3}' | sed 's/@.*//' | sort)
+have=$($NM -D --defined-only "$lib" | awk '$3 !~ /^LIBMEMBARRIER_[0-9.]*$/ {print $3}' | sed 's/@.*//' | sort)
 if [ "$want" = "$have" ]; then echo "ok 1 - exports are the version script's"
 else echo "not ok 1 - exports differ from the version script"
 	diff -u /dev/fd/3 /dev/fd/4 3<<E 4<<F | sed 's/^/# /'
@@ -25,16 +27,16 @@ bad=
 for node in $nodes; do
 	syms=$(sed -n "/^$node {/,/^}/s/^[[:space:]]*\([a-z_][a-z_0-9]*\);$/\1/p" "$map")
 	for sym in $syms; do
-		nm -D --defined-only "$lib" | awk '{print $3}' | grep -qx "$sym@@$node" ||
+		$NM -D --defined-only "$lib" | awk '{print $3}' | grep -qx "$sym@@$node" ||
 			bad="$bad $sym@@$node"
 	done
 done
 if [ -z "$bad" ] && [ -n "$nodes" ]; then echo "ok 2 - every export is in its version node:" $nodes
 else echo "not ok 2 - exports not in their version node:$bad"; fi
-soname=$(objdump -p "$lib" | awk '$1 == "SONAME" {print $2}')
+soname=$($OBJDUMP -p "$lib" | awk '$1 == "SONAME" {print $2}')
 if [ "$soname" = libmembarrier.so.1 ]; then echo "ok 3 - SONAME $soname"
 else echo "not ok 3 - SONAME '$soname'"; fi
-atomics=$(nm -D --undefined-only "$lib" | awk '$2 ~ /^__atomic_/ {print $2}')
-if [ -z "$atomics" ] && ! objdump -p "$lib" | grep -q 'NEEDED.*libatomic'
+atomics=$($NM -D --undefined-only "$lib" | awk '$2 ~ /^__atomic_/ {print $2}')
+if [ -z "$atomics" ] && ! $OBJDUMP -p "$lib" | grep -q 'NEEDED.*libatomic'
 then echo "ok 4 - no libatomic: no undefined __atomic_ symbol"
 else echo "not ok 4 - needs libatomic:" $atomics; fi

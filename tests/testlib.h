@@ -6,12 +6,14 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <unistd.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 
 #include "membarrier.h"
 
@@ -21,6 +23,20 @@
 # define LMB_AUDIT_ARCH AUDIT_ARCH_AARCH64
 #elif defined(__i386__)
 # define LMB_AUDIT_ARCH AUDIT_ARCH_I386
+#elif defined(__arm__) && defined(__ARMEL__)
+# define LMB_AUDIT_ARCH AUDIT_ARCH_ARM
+#elif defined(__powerpc64__) && defined(__LITTLE_ENDIAN__)
+# define LMB_AUDIT_ARCH AUDIT_ARCH_PPC64LE
+#elif defined(__s390x__)
+# define LMB_AUDIT_ARCH AUDIT_ARCH_S390X
+#elif defined(__mips__) && defined(__MIPSEL__) && _MIPS_SIM == _ABI64
+# define LMB_AUDIT_ARCH AUDIT_ARCH_MIPSEL64
+#elif defined(__mips__) && defined(__MIPSEL__) && _MIPS_SIM == _ABIO32
+# define LMB_AUDIT_ARCH AUDIT_ARCH_MIPSEL
+#elif defined(__riscv) && __riscv_xlen == 64
+# define LMB_AUDIT_ARCH AUDIT_ARCH_RISCV64
+#else
+# error "tests/testlib.h: add this architecture's AUDIT_ARCH_ (<linux/audit.h>)"
 #endif
 
 /* The kernel, bypassing the library: returns the result or -errno. */
@@ -56,6 +72,62 @@ static inline int deny_membarrier(unsigned int action)
 		return -1;
 	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
 }
+
+/*
+ * A cross build's make check runs every test program under configure's
+ * TEST_EMULATOR (e.g. "qemu-aarch64 -L /usr/aarch64-linux-gnu"), which
+ * it also exports: the command, or NULL where the tests run natively.
+ */
+static inline const char *test_emulator(void)
+{
+	const char *emu = getenv("TEST_EMULATOR");
+
+	return emu != NULL && *emu != '\0' ? emu : NULL;
+}
+
+/*
+ * Re-execute this test program as `argv0 a1 a2`; returns only on failure.
+ * Under an emulator, through it: no binfmt_misc handler runs a foreign
+ * program that execve() is given, and qemu-user shows the emulated
+ * program, not itself, as /proc/self/exe.  The shell splits the
+ * emulator's words (argv[0] becomes the program's path).
+ */
+static inline void test_reexec(const char *argv0, const char *a1, const char *a2)
+{
+	char self[4096];
+	ssize_t n;
+
+	if (test_emulator() == NULL) {
+		execl("/proc/self/exe", argv0, a1, a2, (char *)NULL);
+		return;
+	}
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return;
+	self[n] = '\0';
+	execl("/bin/sh", "sh", "-c", "exec $TEST_EMULATOR \"$@\"", "sh", self, a1, a2,
+	      (char *)NULL);
+}
+
+/*
+ * Do seccomp filters work here?  qemu-user refuses them (prctl() answers
+ * EINVAL, seccomp(2) ENOSYS): a filter would see the emulator's own
+ * system calls.  Tried in a child, with a filter that allows everything.
+ */
+static inline int test_seccomp_works(void)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(deny_membarrier(SECCOMP_RET_ALLOW) == 0 ? 0 : 1);
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		return 0;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/* Why the tests of a seccomp sandbox are skipped under the emulator. */
+#define TEST_NO_SECCOMP "seccomp filters are refused under TEST_EMULATOR (qemu-user)"
 
 /* Thread churn for the tests: a thread that returns at once... */
 static inline void *test_short_lived(void *arg)
