@@ -1,7 +1,7 @@
 #!/bin/bash
 # Build the guest kernel for the libmembarrier tests, outside the repository.
 #
-# Usage: kernel/build.sh [patched|nomembarrier|debug|source]  (default: patched)
+# Usage: kernel/build.sh [patched|nomembarrier|debug|arm64|source]  (default: patched)
 #
 #   patched       Debian linux-source-6.1 + kernel/patches/series,
 #                 tinyconfig + kernel/config.fragment.
@@ -9,14 +9,17 @@
 #                 (CONFIG_MEMBARRIER=n).
 #   debug         the same source, plus kernel/config-debug.fragment
 #                 (full preemption, lockdep, KASAN, UBSAN, hotplug).
+#   arm64         the same source for arm64 (gcc-aarch64-linux-gnu), for
+#                 qemu-system-aarch64 -M virt: tinyconfig +
+#                 kernel/config-arm64.fragment.
 #   source        only the source tree (the tarball unpacked, the series
 #                 applied), shared by the others; its directory is the last
 #                 line (for kernel/checkpatch.sh and kernel/matrix.sh, which
 #                 must not write into it).
 #
 # The last line on stdout is the output directory, which contains:
-#   bzImage, config, usr/include (headers_install), selftests/ (static
-#   membarrier kselftests), build.log.
+#   bzImage (arm64: Image), config, usr/include (headers_install),
+#   selftests/ (static membarrier kselftests), build.log.
 # Progress goes to stderr, the build output to build.log in that directory.
 #
 # Everything lives in ${LIBMEMBARRIER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/libmembarrier},
@@ -32,9 +35,9 @@ set -euo pipefail
 me=kernel/build.sh
 variant=${1:-patched}
 case $variant in
-patched|nomembarrier|debug|source) ;;
+patched|nomembarrier|debug|arm64|source) ;;
 -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-*) echo "$me: unknown variant '$variant' (patched|nomembarrier|debug|source)" >&2; exit 2 ;;
+*) echo "$me: unknown variant '$variant' (patched|nomembarrier|debug|arm64|source)" >&2; exit 2 ;;
 esac
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -49,7 +52,14 @@ die() { say "error: $*"; exit 1; }
 
 [ -f "$tarball" ] || die "$tarball not found (apt-get install linux-source-6.1)"
 # What Kbuild runs besides the compiler (headers_install needs rsync).
-for t in make gcc flex bison bc rsync cpio xz; do
+# The target: x86_64 natively, or arm64 with Debian's cross compiler.
+karch=() image=arch/x86/boot/bzImage
+if [ "$variant" = arm64 ]; then
+	karch=(ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu-) image=arch/arm64/boot/Image
+fi
+cc=gcc
+[ "$variant" != arm64 ] || cc=aarch64-linux-gnu-gcc
+for t in make gcc "$cc" flex bison bc rsync cpio xz; do
 	command -v "$t" >/dev/null || die "$t not found (see the README's apt-get line)"
 done
 mkdir -p "$cache"
@@ -68,7 +78,11 @@ done <"$series"
 src_key=$(cat "$series" ${patches[@]+"${patches[@]}"} | sha256sum | cut -c1-16)
 
 fragments=("$here/config.fragment")
-case $variant in patched|source) ;; *) fragments+=("$here/config-$variant.fragment") ;; esac
+case $variant in
+patched|source) ;;
+arm64) fragments=("$here/config-arm64.fragment") ;;
+*) fragments+=("$here/config-$variant.fragment") ;;
+esac
 for f in "${fragments[@]}"; do [ -f "$f" ] || die "$f not found"; done
 build_key=$( (echo "schema=$schema variant=$variant src=$src_key"; cat "${fragments[@]}") |
 	sha256sum | cut -c1-16)
@@ -138,7 +152,7 @@ run() {
 	echo "+ $*" >>"$log"
 	"$@" >>"$log" 2>&1 || { tail -n 30 "$log" >&2; die "failed: $* (full log: $log)"; }
 }
-mk() { run make -C "$srcdir" O="$objdir" "$@"; }
+mk() { run make -C "$srcdir" O="$objdir" ${karch[@]+"${karch[@]}"} "$@"; }
 
 say "configuring ($variant): tinyconfig + ${fragments[*]##*/}"
 mk tinyconfig
@@ -158,14 +172,15 @@ missing=$(cat "${fragments[@]}" | sed -n -e 's/^\(CONFIG_[A-Z0-9_]*=.*\)$/\1/p' 
 done || true)
 [ -z "$missing" ] || die "options not in the final .config: $(echo $missing)"
 
-say "building bzImage with -j$jobs (log: $log)"
-mk -j"$jobs" bzImage
+say "building ${image##*/} with -j$jobs (log: $log)"
+mk -j"$jobs" "${image##*/}"
 say "installing headers"
 rm -rf "$outdir/usr"
 mk INSTALL_HDR_PATH="$outdir/usr" headers_install
 
 say "building the membarrier kselftests (static)"
-run make -C "$srcdir/tools/testing/selftests" TARGETS=membarrier O="$objdir/kselftest-build" \
+run make -C "$srcdir/tools/testing/selftests" ${karch[@]+"${karch[@]}"} TARGETS=membarrier \
+	O="$objdir/kselftest-build" \
 	KHDR_INCLUDES="-isystem $outdir/usr/include" LDFLAGS=-static
 rm -rf "$outdir/selftests"
 mkdir -p "$outdir/selftests"
@@ -173,7 +188,7 @@ find "$objdir/kselftest-build" -type f -name 'membarrier_test_*' -perm -u+x \
 	-exec cp {} "$outdir/selftests/" \;
 [ -n "$(ls "$outdir/selftests")" ] || die "no selftest binary was built"
 
-cp "$objdir/arch/x86/boot/bzImage" "$outdir/bzImage"
+cp "$objdir/$image" "$outdir/${image##*/}"
 cp "$objdir/.config" "$outdir/config"
 touch "$outdir/.complete"
 say "done in $(( $(date +%s) - start ))s: $outdir"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The CAL row of /proc/interrupts, shared by the guest tests (mbtool.c)
+ * The function call IPI row of /proc/interrupts, shared by the guest tests (mbtool.c)
  * and the benchmarks (bench/bench.h).
  */
 #ifndef LMB_GUEST_INTERRUPTS_H
@@ -11,10 +11,19 @@
 #include <string.h>
 
 /*
- * Per-CPU counts of the CAL row of /proc/interrupts (x86: the IPIs of
- * smp_call_function*(), which membarrier's expedited commands and TLB
- * shootdowns send) for CPUs 0..ncpu-1.  Returns 0, or -1 when there is no
- * such row.
+ * The row of the IPIs of smp_call_function*(), which membarrier's
+ * expedited commands and TLB shootdowns send: "CAL" on x86, "IPI1"
+ * (IPI_CALL_FUNC, "Function call interrupts") on arm64.
+ */
+#if defined(__aarch64__)
+# define LMB_CALL_ROW "IPI1:"
+#else
+# define LMB_CALL_ROW "CAL:"
+#endif
+
+/*
+ * Per-CPU counts of that row (named CAL below, whatever the architecture)
+ * for CPUs 0..ncpu-1.  Returns 0, or -1 when there is no such row.
  */
 static inline int read_cal_row(long long *cal, int ncpu)
 {
@@ -29,9 +38,9 @@ static inline int read_cal_row(long long *cal, int ncpu)
 
 		while (*p == ' ')
 			p++;
-		if (strncmp(p, "CAL:", 4) != 0)
+		if (strncmp(p, LMB_CALL_ROW, strlen(LMB_CALL_ROW)) != 0)
 			continue;
-		p += 4;
+		p += strlen(LMB_CALL_ROW);
 		for (int i = 0; i < ncpu; i++) {
 			cal[i] = strtoll(p, &end, 10);
 			p = end;

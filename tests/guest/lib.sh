@@ -32,21 +32,57 @@ tap_done() {
 	exit 0
 }
 
-# guest_setup VARIANT: sets KDIR (kernel/build.sh output), MBTOOL, TMPD.
+# guest_busybox_arm64: Debian's busybox-static for arm64 (apt-get download:
+# needs "dpkg --add-architecture arm64" and apt-get update, as in the
+# README), unpacked once into the kernel cache; sets BUSYBOX.
+guest_busybox_arm64() {
+	local cache=${LIBMEMBARRIER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/libmembarrier}
+	local dir=$cache/busybox-arm64 tmp
+	if [ ! -x "$dir/busybox" ]; then
+		command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null ||
+			skip_all "apt-get and dpkg-deb are needed for busybox-static:arm64"
+		mkdir -p "$cache"
+		tmp=$(mktemp -d "$cache/busybox-arm64.XXXXXX")
+		if ! (cd "$tmp" && apt-get download busybox-static:arm64 >download.log 2>&1) ||
+			! dpkg-deb -x "$tmp"/busybox-static_*_arm64.deb "$tmp/root"; then
+			sed 's/^/# /' "$tmp/download.log"
+			rm -rf "$tmp"
+			skip_all "cannot download busybox-static:arm64 (dpkg --add-architecture arm64; apt-get update)"
+		fi
+		mkdir -p "$dir"
+		mv "$tmp/root/bin/busybox" "$dir/busybox.tmp.$$" && mv "$dir/busybox.tmp.$$" "$dir/busybox"
+		rm -rf "$tmp"
+	fi
+	BUSYBOX=$dir/busybox
+	export BUSYBOX
+}
+
+# guest_setup VARIANT: sets KDIR (kernel/build.sh output), MBTOOL, TMPD,
+# and GUEST_CC, the compiler of the guest's programs (arm64: Debian's
+# aarch64-linux-gnu-gcc; the guest boots under qemu-system-aarch64).
 guest_setup() {
-	local t
-	for t in qemu-system-x86_64 gcc cpio gzip timeout flock; do
+	local t qemu=qemu-system-x86_64
+	GUEST_CC=gcc
+	if [ "$1" = arm64 ]; then
+		GUEST_CC=aarch64-linux-gnu-gcc qemu=qemu-system-aarch64
+	fi
+	for t in "$qemu" "$GUEST_CC" cpio gzip timeout flock; do
 		command -v "$t" >/dev/null || skip_all "$t not installed"
 	done
-	[ -x "${BUSYBOX:-/bin/busybox}" ] || skip_all "busybox-static not installed"
+	if [ "$1" = arm64 ]; then
+		guest_busybox_arm64
+	else
+		[ -x "${BUSYBOX:-/bin/busybox}" ] || skip_all "busybox-static not installed"
+	fi
 	[ -f "${LINUX_SOURCE_TARBALL:-/usr/src/linux-source-6.1.tar.xz}" ] ||
 		skip_all "linux-source-6.1 not installed"
 	TMPD=$(mktemp -d "${TMPDIR:-/tmp}/guest-test.XXXXXX")
 	trap 'rm -rf "$TMPD"' EXIT
 	KDIR=$("$top_dir/kernel/build.sh" "$1" | tail -n 1)
-	[ -f "$KDIR/bzImage" ] || { echo "Bail out! kernel/build.sh $1 failed"; exit 1; }
+	[ -f "$KDIR/bzImage" ] || [ -f "$KDIR/Image" ] ||
+		{ echo "Bail out! kernel/build.sh $1 failed"; exit 1; }
 	MBTOOL=$TMPD/mbtool
-	gcc -static -O2 -Wall -Wextra -Werror -pthread -isystem "$KDIR/usr/include" \
+	"$GUEST_CC" -static -O2 -Wall -Wextra -Werror -pthread -isystem "$KDIR/usr/include" \
 		-o "$MBTOOL" "$guest_dir/mbtool.c" ||
 		{ echo "Bail out! cannot compile mbtool.c"; exit 1; }
 }
@@ -90,7 +126,7 @@ build_library_tests() {
 	b=$(cd "$b" && pwd)
 	[ -f "$b/libmembarrier/membarrier.h" ] ||
 		{ echo "Bail out! no configured build tree at $b"; exit 1; }
-	local cc=(gcc -static -O2 -std=gnu11 -Wall -Wextra -Werror -pthread
+	local cc=("${GUEST_CC:-gcc}" -static -O2 -std=gnu11 -Wall -Wextra -Werror -pthread
 		-I"$b" -I"$b/libmembarrier" -I"$src/libmembarrier" -I"$src/tests")
 	mkdir -p "$lib/obj"
 	# The library once, then each program against it.
@@ -100,7 +136,7 @@ build_library_tests() {
 	done
 	for f in tests/commands.c tests/errors.c tests/cache.c tests/fallback.c \
 		 tests/fork.c tests/litmus.c tests/errno-table.c tests/signal-cases.c \
-		 tools/membarrier-info.c; do
+		 tests/seccomp-run.c tools/membarrier-info.c; do
 		"${cc[@]}" -o "$lib/$(basename "$f" .c)" "$src/$f" "$lib"/obj/*.o ||
 			{ echo "Bail out! cannot build $f statically"; exit 1; }
 	done
@@ -118,8 +154,10 @@ fails=0
 run() {
 	desc=$1
 	shift
+	t0=$(date +%s)
 	timeout 600 "$@"
 	rc=$?
+	echo "# $(($(date +%s) - t0)) s: $desc"
 	if [ "$rc" = 0 ]; then echo "ok - $desc: exited 0"
 	else echo "not ok - $desc: exited $rc"; fails=$((fails + 1)); fi
 }

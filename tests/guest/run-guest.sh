@@ -2,13 +2,17 @@
 # Boot a kernel in QEMU (TCG) with a busybox initramfs and run one command.
 #
 # Usage:
-#   run-guest.sh [--kernel DIR|BZIMAGE] [--append "ARGS"] [--add HOST:GUEST]...
+#   run-guest.sh [--kernel DIR|IMAGE] [--append "ARGS"] [--add HOST:GUEST]...
 #                [--timeout SECONDS] [--smp N] [--mem MB] -- COMMAND [ARGS...]
 #
-#   --kernel   bzImage, or a directory containing bzImage (e.g. the output of
-#              kernel/build.sh). Default: $RUN_GUEST_KERNEL.
+#   --kernel   bzImage (x86_64) or Image (arm64), or a directory containing
+#              one (e.g. the output of kernel/build.sh). Default:
+#              $RUN_GUEST_KERNEL.  An Image boots under qemu-system-aarch64
+#              -M virt -cpu max (pauth-impdef=on: the cheap pointer
+#              authentication algorithm, the same instructions), console
+#              ttyAMA0, with the arm64 busybox of $BUSYBOX.
 #   --append   extra kernel command line, after
-#              "console=ttyS0 quiet panic=-1".
+#              "console=ttyS0 quiet panic=-1" (arm64: ttyAMA0).
 #   --add      copy HOST (file or directory) to GUEST in the initramfs;
 #              repeatable. GUEST defaults to /HOSTBASENAME.
 #   --timeout  wall-clock limit for the whole guest run (default 300).
@@ -52,12 +56,19 @@ while [ $# -gt 0 ]; do
 done
 [ $# -gt 0 ] || die "no guest command given (use: -- COMMAND [ARGS...])"
 [ -n "$kernel" ] || die "no --kernel given"
-[ -d "$kernel" ] && kernel=$kernel/bzImage
+if [ -d "$kernel" ]; then
+	if [ -f "$kernel/bzImage" ]; then kernel=$kernel/bzImage; else kernel=$kernel/Image; fi
+fi
 [ -f "$kernel" ] || die "kernel image not found: $kernel"
+if [ "$(basename "$kernel")" = Image ]; then
+	qemu=(qemu-system-aarch64 -M virt -cpu max,pauth-impdef=on) console=ttyAMA0
+else
+	qemu=(qemu-system-x86_64) console=ttyS0
+fi
 
 busybox=${BUSYBOX:-/bin/busybox}
 [ -x "$busybox" ] || die "busybox not found at $busybox (install busybox-static)"
-command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 not found"
+command -v "${qemu[0]}" >/dev/null || die "${qemu[0]} not found"
 command -v cpio >/dev/null || die "cpio not found"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/run-guest.XXXXXX")
@@ -67,9 +78,6 @@ trap cleanup EXIT
 root=$tmp/root
 mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,proc,sys,dev,tmp,etc,root}
 cp "$busybox" "$root/bin/busybox"
-for applet in $("$busybox" --list); do
-	[ -e "$root/bin/$applet" ] || ln -s busybox "$root/bin/$applet"
-done
 echo "root:x:0:0:root:/root:/bin/sh" >"$root/etc/passwd"
 echo "nobody:x:65534:65534:nobody:/:/bin/sh" >>"$root/etc/passwd"
 printf 'root:x:0:\nnogroup:x:65534:\n' >"$root/etc/group"
@@ -91,7 +99,9 @@ done
 cat >"$root/init" <<EOF
 #!/bin/busybox sh
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin HOME=/root
-mount -t proc proc /proc
+# The applets' links, made in the guest (the arm64 busybox cannot run here).
+/bin/busybox mount -t proc proc /proc
+/bin/busybox --install -s /bin
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
 mount -t tmpfs tmpfs /tmp
@@ -117,10 +127,10 @@ fi
 
 log=$tmp/console.log
 set +e
-timeout -k 5 "$timeout_s" qemu-system-x86_64 "${accel[@]}" \
+timeout -k 5 "$timeout_s" "${qemu[@]}" "${accel[@]}" \
 	-smp "$smp" -m "$mem" \
 	-kernel "$kernel" -initrd "$tmp/initramfs.cpio.gz" \
-	-append "console=ttyS0 quiet panic=-1$append" \
+	-append "console=$console quiet panic=-1$append" \
 	-nographic -no-reboot -monitor none -nic none </dev/null 2>&1 |
 	tr -d '\r' | tee "$log" |
 	awk 'started { print; fflush(); next }
