@@ -381,24 +381,21 @@ static int lmb_proc_is_ours(void)
 }
 
 /*
- * Can a free signal be sent here?  qemu-user (7.2) takes a handler for the
- * emulated program's two highest real-time signals but has no host signal
- * to carry them (it keeps two for itself) and refuses to send them:
- * EINVAL.  Sent to this thread while ignored, which discards it (a free
- * signal is not blocked here); the disposition is restored.
+ * The real-time signals that cannot be sent here, bit sig - SIGRTMIN (at
+ * most 31 of them): qemu-user (7.2) takes a handler for the emulated
+ * program's two highest but has no host signal to carry them (it keeps
+ * two for itself), and rt_tgsigqueueinfo() answers EINVAL.  Learnt from
+ * that answer (lmb_send()), never taken again.  The dispositions are not
+ * touched to find out: another thread may be installing one.
  */
-static int lmb_deliverable(int sig)
-{
-	struct sigaction ign, old;
-	int ok;
+static unsigned int lmb_unsendable;
+#define LMB_UNSENDABLE (-4096)	/* lmb_send(): not an errno */
 
-	memset(&ign, 0, sizeof(ign));
-	ign.sa_handler = SIG_IGN;
-	if (sigaction(sig, &ign, &old) != 0)
-		return 0;
-	ok = lmb_syscall(SYS_tgkill, getpid(), lmb_gettid(), sig, 0) == 0;
-	(void)sigaction(sig, &old, NULL);
-	return ok;
+static int lmb_sendable(int sig)
+{
+	unsigned int bit = (unsigned int)(sig - SIGRTMIN);
+
+	return bit >= 32 || !(__atomic_load_n(&lmb_unsendable, __ATOMIC_RELAXED) & (1u << bit));
 }
 
 /* Install the handler on the signal asked for, or on the highest free
@@ -411,7 +408,7 @@ static int lmb_install(int requested, int avoid)
 
 	for (int s = requested ? requested : SIGRTMAX;
 	     s >= (requested ? requested : SIGRTMIN); s--) {
-		if (s != avoid && (lmb_ours(s) || (lmb_free(s) && lmb_deliverable(s)))) {
+		if (s != avoid && lmb_sendable(s) && (lmb_ours(s) || lmb_free(s))) {
 			sig = s;
 			break;
 		}
@@ -965,6 +962,8 @@ static int lmb_send(struct lmb_target *t, int sig, pid_t pid, uid_t uid, int ind
 	if (ret == -ESRCH) {
 		t->done = 1;	/* exited: needs nothing */
 		lmb_blocker_del(t->tid);
+	} else if (ret == -EINVAL) {
+		return LMB_UNSENDABLE;	/* a valid signal: it cannot be sent here */
 	} else if (ret < 0 && lmb_never_user(dirfd, pid, t->tid)) {
 		t->done = 1;	/* never runs user code */
 	} else if (ret < 0) {
@@ -1072,8 +1071,9 @@ static int lmb_round(struct lmb_slot *slot, int index, struct lmb_target *t, int
 
 /*
  * One barrier over the other threads with signal sig.  Returns 0, or
- * -EBUSY (the application replaced the handler), -ESRCH (the caller is not
- * in /proc/self/task), or another -errno (/proc unusable).
+ * -EBUSY (the application replaced the handler), LMB_UNSENDABLE (the
+ * signal cannot be sent here), -ESRCH (the caller is not in
+ * /proc/self/task), or another -errno (/proc unusable).
  */
 static int lmb_signal_barrier(int sig, int sync_core)
 {
@@ -1183,13 +1183,23 @@ int lmb_signal_heavy(int sync_core)
 			errno = saved;
 			return 0;
 		}
-		if (ret == -EBUSY) {
-			/* Taken by the application: another signal, if one is free. */
-			int next = lmb_install(0, sig);
+		if (ret == -EBUSY || ret == LMB_UNSENDABLE) {
+			/*
+			 * Taken by the application, or it cannot be sent here
+			 * (no target got it): another signal, if one is free.
+			 */
+			int next;
 
+			if (ret == LMB_UNSENDABLE && sig - SIGRTMIN < 32)
+				__atomic_fetch_or(&lmb_unsendable, 1u << (sig - SIGRTMIN),
+						  __ATOMIC_RELAXED);
+			next = lmb_install(0, sig);
 			if (next < 0)
-				lmb_die("membarrier_heavy: the application took signal %ld and no "
-					"other real-time signal is free", sig, 0);
+				lmb_die(ret == -EBUSY ?
+					"membarrier_heavy: the application took signal %ld and no "
+					"other real-time signal is free" :
+					"membarrier_heavy: signal %ld cannot be sent here and no other "
+					"real-time signal that can is free", sig, 0);
 			(void)lmb_publish(sig, next);
 			continue;
 		}
