@@ -384,18 +384,58 @@ static int lmb_proc_is_ours(void)
  * The real-time signals that cannot be sent here, bit sig - SIGRTMIN (at
  * most 31 of them): qemu-user (7.2) takes a handler for the emulated
  * program's two highest but has no host signal to carry them (it keeps
- * two for itself), and rt_tgsigqueueinfo() answers EINVAL.  Learnt from
- * that answer (lmb_send()), never taken again.  The dispositions are not
- * touched to find out: another thread may be installing one.
+ * two for itself), and sending them answers EINVAL.  Found before a free
+ * signal is taken (lmb_sendable()), or learnt from lmb_send(); never taken
+ * again.
  */
 static unsigned int lmb_unsendable;
 #define LMB_UNSENDABLE (-4096)	/* lmb_send(): not an errno */
 
-static int lmb_sendable(int sig)
+static int lmb_marked_unsendable(int sig)
 {
 	unsigned int bit = (unsigned int)(sig - SIGRTMIN);
 
-	return bit >= 32 || !(__atomic_load_n(&lmb_unsendable, __ATOMIC_RELAXED) & (1u << bit));
+	return bit < 32 && (__atomic_load_n(&lmb_unsendable, __ATOMIC_RELAXED) & (1u << bit));
+}
+
+static void lmb_mark_unsendable(int sig)
+{
+	if (sig - SIGRTMIN < 32)
+		__atomic_fetch_or(&lmb_unsendable, 1u << (sig - SIGRTMIN), __ATOMIC_RELAXED);
+}
+
+/*
+ * Can the free signal sig be sent here?  It is sent to the calling thread
+ * with sig blocked there (a free signal is not: lmb_free()), then taken
+ * back with a sigtimedwait() that does not wait; no disposition changes,
+ * as another thread may be installing one.  A thread-directed real-time
+ * signal is dequeued before the process's, so exactly this one goes.
+ */
+static int lmb_sendable(int sig)
+{
+#if defined(SYS_rt_sigtimedwait) && !(defined(__x86_64__) && defined(__ILP32__))
+	struct { long tv_sec, tv_nsec; } zero = { 0, 0 };
+	long nr = SYS_rt_sigtimedwait;
+#elif defined(SYS_rt_sigtimedwait)
+	struct { long long tv_sec, tv_nsec; } zero = { 0, 0 };	/* x32 */
+	long nr = SYS_rt_sigtimedwait;
+#else
+	struct { long long tv_sec, tv_nsec; } zero = { 0, 0 };
+	long nr = SYS_rt_sigtimedwait_time64;
+#endif
+	sigset_t one, old;
+	long ret;
+
+	memset(&one, 0, sizeof(one));
+	sigaddset(&one, sig);
+	(void)lmb_syscall(SYS_rt_sigprocmask, SIG_BLOCK, (long)&one, (long)&old, _NSIG / 8);
+	ret = lmb_syscall(SYS_tgkill, getpid(), lmb_gettid(), sig, 0);
+	if (ret == 0)
+		(void)lmb_syscall(nr, (long)&one, 0, (long)&zero, _NSIG / 8);
+	(void)lmb_syscall(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, _NSIG / 8);
+	if (ret == -EINVAL)
+		lmb_mark_unsendable(sig);
+	return ret != -EINVAL;
 }
 
 /* Install the handler on the signal asked for, or on the highest free
@@ -408,7 +448,8 @@ static int lmb_install(int requested, int avoid)
 
 	for (int s = requested ? requested : SIGRTMAX;
 	     s >= (requested ? requested : SIGRTMIN); s--) {
-		if (s != avoid && lmb_sendable(s) && (lmb_ours(s) || lmb_free(s))) {
+		if (s != avoid && !lmb_marked_unsendable(s) &&
+		    (lmb_ours(s) || (lmb_free(s) && lmb_sendable(s)))) {
 			sig = s;
 			break;
 		}
@@ -1190,9 +1231,8 @@ int lmb_signal_heavy(int sync_core)
 			 */
 			int next;
 
-			if (ret == LMB_UNSENDABLE && sig - SIGRTMIN < 32)
-				__atomic_fetch_or(&lmb_unsendable, 1u << (sig - SIGRTMIN),
-						  __ATOMIC_RELAXED);
+			if (ret == LMB_UNSENDABLE)
+				lmb_mark_unsendable(sig);
 			next = lmb_install(0, sig);
 			if (next < 0)
 				lmb_die(ret == -EBUSY ?
