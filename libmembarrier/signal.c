@@ -400,8 +400,10 @@ static int lmb_marked_unsendable(int sig)
 
 static void lmb_mark_unsendable(int sig)
 {
-	if (sig - SIGRTMIN < 32)
-		__atomic_fetch_or(&lmb_unsendable, 1u << (sig - SIGRTMIN), __ATOMIC_RELAXED);
+	unsigned int bit = (unsigned int)(sig - SIGRTMIN);
+
+	if (bit < 32)
+		__atomic_fetch_or(&lmb_unsendable, 1u << bit, __ATOMIC_RELAXED);
 }
 
 /*
