@@ -25,152 +25,28 @@
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
-suite=bookworm
 chroot_packages="gcc libc6-dev pkgconf man-db manpages-dev"
-schema=1	# bump when the way the chroot is made changes
-our_packages="libmembarrier1 libmembarrier-dev membarrier-tools linux-patch-membarrier"
-
-tap_n=0 tap_fail=0
-ok() {	# ok STATUS DESCRIPTION [FILE-TO-SHOW-ON-FAILURE]
-	tap_n=$((tap_n + 1))
-	if [ "$1" = 0 ]; then
-		echo "ok $tap_n - $2"
-	else
-		echo "not ok $tap_n - $2"
-		tap_fail=$((tap_fail + 1))
-		[ -z "${3:-}" ] || tail -n 30 "$3" | sed 's/^/# /'
-	fi
-}
-# shellcheck source=skip.sh
-. "$top/tests/skip.sh"
-bail() {	# bail MESSAGE [LOG]
-	[ -z "${2:-}" ] || tail -n 30 "$2" | sed 's/^/# /'
-	echo "Bail out! $1"
-	exit 1
-}
-done_tap() {
-	echo "# $(basename "$0"): ${SECONDS}s"
-	echo "1..$tap_n"
-	[ "$tap_fail" = 0 ]
-	exit
-}
+# shellcheck source=debian-lib.sh
+. "$top/tests/debian-lib.sh"
 
 # --- prerequisites ----------------------------------------------------------
-[ "$(id -u)" = 0 ] || skip_all "needs root (debootstrap, chroot, mount)"
-for t in debootstrap dpkg-buildpackage dpkg-checkbuilddeps lintian chroot \
-	mount umount mountpoint flock tar gzip xz make; do
-	command -v "$t" >/dev/null 2>&1 || skip_all "$t is not installed"
-done
+need_tools debootstrap dpkg-buildpackage dpkg-checkbuilddeps lintian chroot \
+	mount umount mountpoint flock tar gzip xz make
 [ -d "$top/debian" ] || skip_all "no debian/ directory (a release tarball has none)"
 [ -x "$top/configure" ] || skip_all "no ./configure: run autoreconf -fi first"
 out=$(cd "$top" && dpkg-checkbuilddeps 2>&1) || skip_all "$out"
 
-arch=$(dpkg --print-architecture)
-cache=${LIBMEMBARRIER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/libmembarrier}
-mkdir -p "$cache" && cache=$(cd "$cache" && pwd) || bail "cannot create $cache"
-work=$(mktemp -d "${TMPDIR:-/tmp}/debian-install.XXXXXX") || bail "mktemp failed"
+# --- the chroot and the packages --------------------------------------------
 root=$work/root
-
-# Unmount whatever is mounted under the work directory, deepest first, and
-# remove it without crossing into a file system that is still mounted.
-cleanup() {
-	local m
-	for m in $(awk -v w="$work/" 'index($2, w) == 1 { print $2 }' /proc/mounts | sort -r); do
-		umount "$m" 2>/dev/null || umount -l "$m"
-	done
-	rm -rf --one-file-system "$work"
-}
-trap cleanup EXIT
-trap 'exit 1' HUP INT TERM
-
-# in_chroot DIR COMMAND...: run a shell command in DIR with /proc mounted.
-in_chroot() {
-	local dir=$1 rc
-	shift
-	mountpoint -q "$dir/proc" || mount -t proc proc "$dir/proc" || return 1
-	chroot "$dir" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
-		LC_ALL=C DEBIAN_FRONTEND=noninteractive /bin/sh -c "$*"
-	rc=$?
-	umount "$dir/proc"
-	return $rc
-}
-
-# --- the chroot -------------------------------------------------------------
-# The host's Debian mirrors for the suite and its -updates and -security.
-sources=$(apt-get indextargets --format '$(REPO_URI) $(RELEASE) $(COMPONENT)' \
-	'Created-By: Packages' 2>/dev/null |
-	awk -v s="$suite" '($2 == s || $2 == s "-updates" || $2 == s "-security") && $3 == "main" {
-		sub("/$", "", $1); print $1, $2 }' | sort -u)
-if ! printf '%s\n' "$sources" | grep -q " $suite\$"; then
-	sources="http://deb.debian.org/debian $suite
-http://deb.debian.org/debian $suite-updates
-http://deb.debian.org/debian-security $suite-security"
+unpack_root chroot 1 "$root" $chroot_packages
+build_packages "$work"
+# LIBMEMBARRIER_DEBS_OUT: where to leave the packages, source and binary,
+# for tests/debian-guest.sh.
+if [ -n "${LIBMEMBARRIER_DEBS_OUT:-}" ]; then
+	rm -rf "$LIBMEMBARRIER_DEBS_OUT" && mkdir -p "$LIBMEMBARRIER_DEBS_OUT" &&
+		cp $debs "$work"/*.dsc "$work"/*.tar.* "$LIBMEMBARRIER_DEBS_OUT/" ||
+		bail "cannot copy the packages to $LIBMEMBARRIER_DEBS_OUT"
 fi
-mirror=$(printf '%s\n' "$sources" | awk -v s="$suite" '$2 == s { print $1; exit }')
-key=$(printf '%s\n' "schema=$schema" "suite=$suite" "arch=$arch" \
-	"packages=$chroot_packages" "$sources" | sha256sum | cut -c1-16)
-image=$cache/chroot-$suite-$arch-$key.tar.gz
-
-# make_image: debootstrap, the packages, then the tarball (under the lock).
-make_image() {
-	local new=$work/new
-	echo "# creating $image"
-	debootstrap --variant=minbase --arch="$arch" "$suite" "$new" "$mirror" \
-		>"$work/debootstrap.log" 2>&1 || bail "debootstrap failed" "$work/debootstrap.log"
-	printf '%s\n' "$sources" | awk '{ print "deb", $1, $2, "main" }' >"$new/etc/apt/sources.list"
-	in_chroot "$new" "apt-get -q update && apt-get -q -y upgrade &&
-		apt-get -q -y install --no-install-recommends $chroot_packages && apt-get clean" \
-		>"$work/apt.log" 2>&1 || bail "apt-get in the new chroot failed" "$work/apt.log"
-	tar -C "$new" --numeric-owner -czf "$image.tmp" . && mv "$image.tmp" "$image" ||
-		bail "cannot write $image"
-	rm -rf --one-file-system "$new"
-}
-
-exec 8>"$image.lock"
-flock 8
-[ -f "$image" ] || make_image
-mkdir "$root" && tar -C "$root" --numeric-owner -xzf "$image" || bail "cannot unpack $image"
-# The -dev package depends on the linux-libc-dev it was built with.
-need=$(dpkg-query -W -f='${Version}' "linux-libc-dev:$arch")
-have=$(chroot "$root" dpkg-query -W -f='${Version}' "linux-libc-dev:$arch")
-if dpkg --compare-versions "$have" lt "$need"; then
-	echo "# the cached chroot has linux-libc-dev $have, older than $need: upgrading it"
-	in_chroot "$root" "apt-get -q update && apt-get -q -y upgrade && apt-get clean" \
-		>"$work/apt.log" 2>&1 || bail "apt-get upgrade in the chroot failed" "$work/apt.log"
-	tar -C "$root" --numeric-owner -czf "$image.tmp" . && mv "$image.tmp" "$image" ||
-		bail "cannot write $image"
-fi
-flock -u 8
-
-# --- the packages -----------------------------------------------------------
-# The orig tarball is "make dist"'s, as for a release (debian/ is not in
-# it).  DEB_BUILD_OPTIONS=nocheck: the build's "make check" is the host
-# test suite, which tests/run-all.sh runs in stages of its own; this test
-# is about the packages.
-version=$(dpkg-parsechangelog -l "$top/debian/changelog" -S Version)
-version=${version#*:}	# as in the file names: no epoch
-upstream=${version%-*}
-mkdir "$work/dist" &&
-	(cd "$work/dist" && "$top/configure" -q --disable-guest-tests && make -s dist) \
-	>"$work/dist.log" 2>&1
-tarball=$work/dist/libmembarrier-$upstream.tar.xz
-[ -f "$tarball" ]
-ok $? "make dist makes libmembarrier-$upstream.tar.xz (the version of debian/changelog)" "$work/dist.log"
-[ -f "$tarball" ] || done_tap
-
-cp "$tarball" "$work/libmembarrier_$upstream.orig.tar.xz" &&
-	tar -C "$work" -xJf "$tarball" &&
-	cp -a "$top/debian" "$work/libmembarrier-$upstream/" || bail "cannot unpack $tarball"
-(cd "$work/libmembarrier-$upstream" &&
-	DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" dpkg-buildpackage -us -uc) \
-	>"$work/build.log" 2>&1
-ok $? "dpkg-buildpackage builds the source and binary packages" "$work/build.log"
-changes=$work/libmembarrier_${version}_$arch.changes
-debs=
-for p in $our_packages; do
-	f=$(ls "$work/${p}_${version}_"*.deb 2>/dev/null) || bail "no $p .deb" "$work/build.log"
-	debs="$debs $f"
-done
 
 # Every error and warning is fixed or overridden with a reason.
 lintian -I --pedantic --fail-on error,warning "$changes" >"$work/lintian.log" 2>&1
@@ -235,6 +111,17 @@ ok $? "man 2 membarrier shows ours (MEMBARRIER_CMD_SHARED_EXPEDITED)" "$work/man
 man_shows man1.log "" membarrier-info && grep -q 'libmembarrier [0-9]' "$work/man1.log"
 ok $? "man membarrier-info shows its page" "$work/man1.log"
 
+man_shows man8.log 8 membarrier-build-kernel && grep -q 'bindeb' "$work/man8.log"
+ok $? "man 8 membarrier-build-kernel shows its page" "$work/man8.log"
+
+# The chroot has no linux-source-6.1: the kernel tool says so, and how to
+# get it, before it writes anything.
+run tool.log 'mkdir /tmp/k && cd /tmp/k && ! membarrier-build-kernel -c /dev/null &&
+	[ -z "$(ls -A /tmp/k)" ]' &&
+	grep -q 'apt-get install linux-source-6.1' "$work/tool.log"
+ok $? "membarrier-build-kernel without linux-source-6.1 says to install it, writes nothing" \
+	"$work/tool.log"
+
 man_shows man2debian.log 2 membarrier.debian && grep -q 'Linux man-pages' "$work/man2debian.log"
 ok $? "man 2 membarrier.debian shows Debian's page, diverted" "$work/man2debian.log"
 
@@ -253,7 +140,7 @@ run divert.log 'd=$(dpkg-divert --list "*membarrier*"); echo "$d"; [ -z "$d" ] &
 ok $? "after: no diversion and no membarrier.debian.2.gz left" "$work/divert.log"
 
 run left.log "ls -d /usr/bin/membarrier-info /usr/include/membarrier.h /usr/share/doc/libmembarrier* \
-	/usr/src/linux-patch-membarrier /usr/lib/*/libmembarrier* /usr/share/man/man3/membarrier* 2>/dev/null"
+	/usr/src/linux-patch-membarrier /usr/sbin/membarrier-build-kernel /usr/lib/*/libmembarrier* /usr/share/man/man3/membarrier* 2>/dev/null"
 [ ! -s "$work/left.log" ]
 ok $? "after: no file of the packages is left" "$work/left.log"
 

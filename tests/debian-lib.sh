@@ -1,0 +1,165 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Sourced by tests/debian-install.sh and tests/debian-guest.sh (bash): TAP
+# helpers, a work directory that is unmounted and removed on exit, bookworm
+# root file systems made with debootstrap and cached as tarballs, and the
+# project's Debian packages built the way a release is made.
+#
+# Before sourcing: top (the source tree).  After: work (the work
+# directory), cache (made), arch, suite, sources, mirror.
+
+suite=bookworm
+tap_n=0 tap_fail=0
+ok() {	# ok STATUS DESCRIPTION [FILE-TO-SHOW-ON-FAILURE]
+	tap_n=$((tap_n + 1))
+	if [ "$1" = 0 ]; then
+		echo "ok $tap_n - $2"
+	else
+		echo "not ok $tap_n - $2"
+		tap_fail=$((tap_fail + 1))
+		[ -z "${3:-}" ] || tail -n 30 "$3" | sed 's/^/# /'
+	fi
+}
+# shellcheck source=skip.sh
+. "$top/tests/skip.sh"
+bail() {	# bail MESSAGE [LOG]
+	[ -z "${2:-}" ] || tail -n 30 "$2" | sed 's/^/# /'
+	echo "Bail out! $1"
+	exit 1
+}
+done_tap() {
+	echo "# $(basename "$0"): ${SECONDS}s"
+	echo "1..$tap_n"
+	[ "$tap_fail" = 0 ]
+	exit
+}
+
+# need_tools TOOL...: skip (or fail, under LIBMEMBARRIER_REQUIRE_GUEST=1)
+# without root or any of them.
+need_tools() {
+	[ "$(id -u)" = 0 ] || skip_all "needs root (debootstrap, chroot, mount)"
+	local t
+	for t in "$@"; do
+		command -v "$t" >/dev/null 2>&1 || skip_all "$t is not installed"
+	done
+}
+
+arch=$(dpkg --print-architecture)
+cache=${LIBMEMBARRIER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/libmembarrier}
+mkdir -p "$cache" && cache=$(cd "$cache" && pwd) || bail "cannot create $cache"
+work=$(mktemp -d "${TMPDIR:-/tmp}/$(basename "$0" .sh).XXXXXX") || bail "mktemp failed"
+
+# Unmount whatever is mounted under the work directory, deepest first, and
+# remove it without crossing into a file system that is still mounted.
+cleanup() {
+	local m
+	for m in $(awk -v w="$work/" 'index($2, w) == 1 { print $2 }' /proc/mounts | sort -r); do
+		umount "$m" 2>/dev/null || umount -l "$m"
+	done
+	rm -rf --one-file-system "$work"
+}
+trap cleanup EXIT
+trap 'exit 1' HUP INT TERM
+
+# in_chroot DIR COMMAND...: run a shell command in DIR with /proc mounted.
+in_chroot() {
+	local dir=$1 rc
+	shift
+	mountpoint -q "$dir/proc" || mount -t proc proc "$dir/proc" || return 1
+	chroot "$dir" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
+		LC_ALL=C DEBIAN_FRONTEND=noninteractive /bin/sh -c "$*"
+	rc=$?
+	umount "$dir/proc"
+	return $rc
+}
+
+# The host's Debian mirrors for the suite and its -updates and -security.
+sources=$(apt-get indextargets --format '$(REPO_URI) $(RELEASE) $(COMPONENT)' \
+	'Created-By: Packages' 2>/dev/null |
+	awk -v s="$suite" '($2 == s || $2 == s "-updates" || $2 == s "-security") && $3 == "main" {
+		sub("/$", "", $1); print $1, $2 }' | sort -u)
+if ! printf '%s\n' "$sources" | grep -q " $suite\$"; then
+	sources="http://deb.debian.org/debian $suite
+http://deb.debian.org/debian $suite-updates
+http://deb.debian.org/debian-security $suite-security"
+fi
+mirror=$(printf '%s\n' "$sources" | awk -v s="$suite" '$2 == s { print $1; exit }')
+
+# unpack_root NAME SCHEMA DIR PACKAGE...: a bookworm root file system in
+# DIR: debootstrap --variant=minbase, upgraded from -updates and -security,
+# plus the packages.  It is kept as $cache/NAME-bookworm-ARCH-KEY.tar.gz,
+# KEY a hash of SCHEMA (bump it when the way the root is made changes), the
+# mirrors and the package list, and made under a lock when missing.  When
+# the host's linux-libc-dev is newer than the cached root's (the -dev
+# package depends on the version it was built against), the root is
+# upgraded and the tarball replaced.
+unpack_root() {
+	local name=$1 schema=$2 dir=$3 key image new need have
+	shift 3
+	key=$(printf '%s\n' "schema=$schema" "suite=$suite" "arch=$arch" \
+		"packages=$*" "$sources" | sha256sum | cut -c1-16)
+	image=$cache/$name-$suite-$arch-$key.tar.gz
+	exec 8>"$image.lock"
+	flock 8
+	if [ ! -f "$image" ]; then
+		echo "# creating $image"
+		new=$work/new-$name
+		debootstrap --variant=minbase --arch="$arch" "$suite" "$new" "$mirror" \
+			>"$work/debootstrap.log" 2>&1 ||
+			bail "debootstrap failed" "$work/debootstrap.log"
+		printf '%s\n' "$sources" | awk '{ print "deb", $1, $2, "main" }' \
+			>"$new/etc/apt/sources.list"
+		in_chroot "$new" "apt-get -q update && apt-get -q -y upgrade &&
+			apt-get -q -y install --no-install-recommends $* && apt-get clean" \
+			>"$work/apt.log" 2>&1 || bail "apt-get in the new root failed" "$work/apt.log"
+		tar -C "$new" --numeric-owner -czf "$image.tmp" . && mv "$image.tmp" "$image" ||
+			bail "cannot write $image"
+		rm -rf --one-file-system "$new"
+	fi
+	mkdir "$dir" && tar -C "$dir" --numeric-owner -xzf "$image" ||
+		bail "cannot unpack $image"
+	need=$(dpkg-query -W -f='${Version}' "linux-libc-dev:$arch")
+	have=$(chroot "$dir" dpkg-query -W -f='${Version}' "linux-libc-dev:$arch" 2>/dev/null)
+	if [ -n "$have" ] && dpkg --compare-versions "$have" lt "$need"; then
+		echo "# the cached root has linux-libc-dev $have, older than $need: upgrading it"
+		in_chroot "$dir" "apt-get -q update && apt-get -q -y upgrade && apt-get clean" \
+			>"$work/apt.log" 2>&1 || bail "apt-get upgrade in the root failed" "$work/apt.log"
+		tar -C "$dir" --numeric-owner -czf "$image.tmp" . && mv "$image.tmp" "$image" ||
+			bail "cannot write $image"
+	fi
+	flock -u 8
+	exec 8>&-
+}
+
+# build_packages DIR: the source and binary packages in DIR, built from the
+# "make dist" tarball as the orig tarball plus debian/, as for a release.
+# TAP for each step; sets version, changes and debs (the four .debs).
+# DEB_BUILD_OPTIONS=nocheck: the build's "make check" is the host test
+# suite, which tests/run-all.sh runs in stages of its own.
+our_packages="libmembarrier1 libmembarrier-dev membarrier-tools linux-patch-membarrier"
+build_packages() {
+	local dir=$1 upstream tarball p f
+	version=$(dpkg-parsechangelog -l "$top/debian/changelog" -S Version)
+	version=${version#*:}	# as in the file names: no epoch
+	upstream=${version%-*}
+	mkdir -p "$dir/dist" &&
+		(cd "$dir/dist" && "$top/configure" -q --disable-guest-tests && make -s dist) \
+		>"$dir/dist.log" 2>&1
+	tarball=$dir/dist/libmembarrier-$upstream.tar.xz
+	[ -f "$tarball" ]
+	ok $? "make dist makes libmembarrier-$upstream.tar.xz (the version of debian/changelog)" \
+		"$dir/dist.log"
+	[ -f "$tarball" ] || done_tap
+	cp "$tarball" "$dir/libmembarrier_$upstream.orig.tar.xz" &&
+		tar -C "$dir" -xJf "$tarball" &&
+		cp -a "$top/debian" "$dir/libmembarrier-$upstream/" || bail "cannot unpack $tarball"
+	(cd "$dir/libmembarrier-$upstream" &&
+		DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" dpkg-buildpackage -us -uc) \
+		>"$dir/build.log" 2>&1
+	ok $? "dpkg-buildpackage builds the source and binary packages" "$dir/build.log"
+	changes=$dir/libmembarrier_${version}_$arch.changes
+	debs=
+	for p in $our_packages; do
+		f=$(ls "$dir/${p}_${version}_"*.deb 2>/dev/null) || bail "no $p .deb" "$dir/build.log"
+		debs="$debs $f"
+	done
+}
