@@ -84,37 +84,42 @@ http://deb.debian.org/debian-security $suite-security"
 fi
 mirror=$(printf '%s\n' "$sources" | awk -v s="$suite" '$2 == s { print $1; exit }')
 
-# unpack_root NAME SCHEMA DIR PACKAGE...: a bookworm root file system in
-# DIR: debootstrap --variant=minbase, upgraded from -updates and -security,
-# plus the packages.  It is kept as $cache/NAME-bookworm-ARCH-KEY.tar.gz,
-# KEY a hash of SCHEMA (bump it when the way the root is made changes), the
-# mirrors and the package list, and made under a lock when missing.  When
-# the host's linux-libc-dev is newer than the cached root's (the -dev
-# package depends on the version it was built against), the root is
-# upgraded and the tarball replaced.
-unpack_root() {
-	local name=$1 schema=$2 dir=$3 key image new need have
-	shift 3
+# root_image NAME SCHEMA PACKAGE...: a bookworm root file system made with
+# debootstrap --variant=minbase, upgraded from -updates and -security, plus
+# the packages, kept as $cache/NAME-bookworm-ARCH-KEY.tar.gz, KEY a hash of
+# SCHEMA (bump it when the way the root is made changes), the mirrors and
+# the package list; made when missing, under a lock (fd 8, held until
+# unpack_root releases it).  Sets image.
+root_image() {
+	local name=$1 schema=$2 key new
+	shift 2
 	key=$(printf '%s\n' "schema=$schema" "suite=$suite" "arch=$arch" \
 		"packages=$*" "$sources" | sha256sum | cut -c1-16)
 	image=$cache/$name-$suite-$arch-$key.tar.gz
 	exec 8>"$image.lock"
 	flock 8
-	if [ ! -f "$image" ]; then
-		echo "# creating $image"
-		new=$work/new-$name
-		debootstrap --variant=minbase --arch="$arch" "$suite" "$new" "$mirror" \
-			>"$work/debootstrap.log" 2>&1 ||
-			bail "debootstrap failed" "$work/debootstrap.log"
-		printf '%s\n' "$sources" | awk '{ print "deb", $1, $2, "main" }' \
-			>"$new/etc/apt/sources.list"
-		in_chroot "$new" "apt-get -q update && apt-get -q -y upgrade &&
-			apt-get -q -y install --no-install-recommends $* && apt-get clean" \
-			>"$work/apt.log" 2>&1 || bail "apt-get in the new root failed" "$work/apt.log"
-		tar -C "$new" --numeric-owner -czf "$image.tmp" . && mv "$image.tmp" "$image" ||
-			bail "cannot write $image"
-		rm -rf --one-file-system "$new"
-	fi
+	[ ! -f "$image" ] || return 0
+	echo "# creating $image"
+	new=$work/new-$name
+	debootstrap --variant=minbase --arch="$arch" "$suite" "$new" "$mirror" \
+		>"$work/debootstrap.log" 2>&1 || bail "debootstrap failed" "$work/debootstrap.log"
+	printf '%s\n' "$sources" | awk '{ print "deb", $1, $2, "main" }' >"$new/etc/apt/sources.list"
+	in_chroot "$new" "apt-get -q update && apt-get -q -y upgrade &&
+		apt-get -q -y install --no-install-recommends $* && apt-get clean" \
+		>"$work/apt.log" 2>&1 || bail "apt-get in the new root failed" "$work/apt.log"
+	tar -C "$new" --numeric-owner -czf "$image.tmp" . && mv "$image.tmp" "$image" ||
+		bail "cannot write $image"
+	rm -rf --one-file-system "$new"
+}
+
+# unpack_root NAME SCHEMA DIR PACKAGE...: root_image's root in DIR.  When
+# the host's linux-libc-dev is newer than the cached root's (the -dev
+# package depends on the version it was built against), the root is
+# upgraded and the tarball replaced.
+unpack_root() {
+	local name=$1 schema=$2 dir=$3 need have
+	shift 3
+	root_image "$name" "$schema" "$@"
 	mkdir "$dir" && tar -C "$dir" --numeric-owner -xzf "$image" ||
 		bail "cannot unpack $image"
 	need=$(dpkg-query -W -f='${Version}' "linux-libc-dev:$arch")
