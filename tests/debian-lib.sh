@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # Sourced by tests/debian-install.sh and tests/debian-guest.sh (bash): TAP
 # helpers, a work directory that is unmounted and removed on exit, bookworm

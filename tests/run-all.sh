@@ -122,35 +122,50 @@ cross_pid=$!
 
 # The Debian packages: built from the make dist tarball, linted, then in a
 # bookworm chroot (cached) installed beside manpages-dev, used, and purged
-# (tests/debian-install.sh, TAP).  It needs root; as a user it runs under
-# sudo, first, while sudo still has the password the README's apt-get
-# line gave it.  The cache directory is made here, as this user, because
-# kernel/build.sh keeps its kernels there too.
-echo "== debian"
+# (tests/debian-install.sh, TAP).  It needs root, and runs first.  The
+# cache directory is made here, as this user, because kernel/build.sh
+# keeps its kernels there too.
 cache=${LIBMEMBARRIER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/libmembarrier}
 mkdir -p _build "$cache"
-if [ "$(id -u)" = 0 ] || ! command -v sudo >/dev/null; then
-	tests/debian-install.sh
-else
-	sudo env LIBMEMBARRIER_REQUIRE_GUEST=1 LIBMEMBARRIER_CACHE="$cache" \
-		TMPDIR="${TMPDIR:-/tmp}" tests/debian-install.sh
-fi >_build/debian.log 2>&1
-rc=$?
-grep -E '^(not ok|Bail out!)' _build/debian.log
-set -- $(awk '/^ok /{p++} /^(not ok |Bail out!)/{f++} END{print p+0, f+0}' _build/debian.log)
-echo "# debian: $1 ok, $2 not ok (_build/debian.log)"
-passed=$((passed + $1))
-failed=$((failed + $2))
-if [ $rc -ne 0 ]; then
-	status=1
-	[ "$2" -gt 0 ] || failed=$((failed + 1))
-fi
-took debian
+# root COMMAND...: COMMAND as root.  As a user, under sudo, first run
+# while sudo still has the password the README's apt-get line gave it.
+root() {
+	if [ "$(id -u)" = 0 ] || ! command -v sudo >/dev/null; then
+		"$@"
+	else
+		sudo env LIBMEMBARRIER_REQUIRE_GUEST=1 LIBMEMBARRIER_CACHE="$cache" \
+			TMPDIR="${TMPDIR:-/tmp}" "$@"
+	fi
+}
+# as_root NAME SCRIPT [VAR=VALUE...]: a TAP script that needs root, with
+# its output in _build/NAME.log, into the totals and the table.
+as_root() {
+	name=$1 script=$2
+	shift 2
+	echo "== $name"
+	root env "$@" "$script" >"_build/$name.log" 2>&1
+	rc=$?
+	grep -E '^(not ok|Bail out!)' "_build/$name.log"
+	set -- $(awk '/^ok /{p++} /^(not ok |Bail out!)/{f++} END{print p+0, f+0}' "_build/$name.log")
+	echo "# $name: $1 ok, $2 not ok (_build/$name.log)"
+	passed=$((passed + $1))
+	failed=$((failed + $2))
+	if [ $rc -ne 0 ]; then
+		status=1
+		[ "$2" -gt 0 ] || failed=$((failed + 1))
+	fi
+	took "$name"
+}
+as_root debian tests/debian-install.sh LIBMEMBARRIER_DEBS_OUT="$top/_build/debs"
 
 # The four guest kernels next, with all the CPUs to themselves (cached:
 # seconds when nothing changed; on 2 cores about 6 minutes each for the
 # patched, nomembarrier and arm64 ones, more for the debug one, if not).
 echo "== kernels"
+# Beside them, the Debian guest's root file system, if it is not cached:
+# debootstrap waits on the network and the disk more than on the CPU.
+root tests/debian-guest.sh --prepare >_build/debian-guest-prepare.log 2>&1 &
+prepare_pid=$!
 for variant in patched nomembarrier debug arm64; do
 	if ! kernel/build.sh "$variant" >/dev/null; then
 		echo "FAIL: kernel/build.sh $variant"
@@ -160,7 +175,14 @@ done
 # The compile-only build matrix of the series (kernel/matrix.sh, cached
 # the same way; tests/guest/kernel-matrix.test reports it).
 kernel/matrix.sh >_build/matrix.log 2>&1 || true
+wait "$prepare_pid"	# its failure shows in the debian-guest stage
 took kernels
+
+# The patched kernel as a Debian package (kernel/membarrier-build-kernel,
+# cached), installed with the library packages of the debian stage into a
+# Debian 12 system that boots with systemd in QEMU and checks itself, once
+# with membarrier_expedited=off (tests/debian-guest.sh, TAP, as root).
+as_root debian-guest tests/debian-guest.sh LIBMEMBARRIER_DEBS="$top/_build/debs"
 
 run default
 # Sanitizers slow the litmus test down tenfold: fewer rounds there.

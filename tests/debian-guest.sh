@@ -1,0 +1,237 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# The patched kernel as a Debian user runs it: a linux-image package built
+# with the project's own kernel/membarrier-build-kernel (shipped in
+# linux-patch-membarrier), installed with dpkg into a Debian 12 root file
+# system beside the library packages, booted with systemd from that
+# system's /boot on a virtio disk under QEMU, and checked from inside
+# (tests/debian-guest-check.sh, run by a systemd unit once
+# multi-user.target is reached): the kernel release, the packages,
+# membarrier-info, the sysctls and their permissions, the package's
+# autopkgtests, a store-buffering litmus test built with pkg-config, and
+# man 2 membarrier.  A second boot adds membarrier_expedited=off to the
+# kernel command line.
+#
+# Speaks TAP.  Needs root (debootstrap, chroot, mount), debootstrap,
+# mke2fs and debugfs (e2fsprogs), qemu-system-x86_64, the kernel build
+# dependencies (see membarrier-build-kernel(8)), the build dependencies of
+# debian/control, and the network the first time.  Where root or a tool is
+# missing it skips, or fails when LIBMEMBARRIER_REQUIRE_GUEST=1.
+#
+# Cached under ${LIBMEMBARRIER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/libmembarrier}:
+# the kernel packages (linux-deb-KEY/, keyed by the source tarball, the
+# tool, the series and the configuration fragments) and the root file
+# system before our packages (guest-bookworm-ARCH-KEY.tar.gz).
+#
+# With --prepare, it only makes the cached root file system.
+#
+# Environment: LIBMEMBARRIER_DEBS, a directory with the library's .deb,
+# .dsc and tarballs (tests/debian-install.sh's LIBMEMBARRIER_DEBS_OUT;
+# built here if unset); LINUX_SOURCE_TARBALL (default
+# /usr/src/linux-source-6.1.tar.xz); DEBIAN_GUEST_TIMEOUT (seconds per
+# boot, default 900).
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+# What the guest needs besides minbase: systemd as init, udev and
+# initramfs-tools (the kernel package's initrd), procps (sysctl), and the
+# autopkgtests' own dependencies (debian/tests/control) with autopkgtest.
+guest_packages="systemd-sysv udev initramfs-tools kmod procps build-essential pkgconf
+	man-db manpages-dev autopkgtest"
+guest_packages=$(echo $guest_packages)
+# shellcheck source=debian-lib.sh
+. "$top/tests/debian-lib.sh"
+
+# --prepare: only make the cached root file system, if it is missing (no
+# TAP; tests/run-all.sh runs it beside the kernel builds, since debootstrap
+# waits on the network and the disk more than on the CPU).
+if [ "${1:-}" = --prepare ]; then
+	[ "$(id -u)" = 0 ] && command -v debootstrap >/dev/null || exit 0
+	root_image guest 1 $guest_packages
+	exit 0
+fi
+need_tools debootstrap dpkg-buildpackage dpkg-deb chroot mount umount mountpoint flock \
+	tar gzip xz make mke2fs debugfs qemu-system-x86_64 timeout sha256sum lintian
+[ "$arch" = amd64 ] || skip_all "the guest is x86_64 ($arch here)"
+[ -d "$top/debian" ] || skip_all "no debian/ directory (a release tarball has none)"
+tarball=${LINUX_SOURCE_TARBALL:-/usr/src/linux-source-6.1.tar.xz}
+[ -f "$tarball" ] || skip_all "$tarball not found (apt-get install linux-source-6.1)"
+boot_timeout=${DEBIAN_GUEST_TIMEOUT:-900}
+tool=$top/kernel/membarrier-build-kernel
+
+# --- the tool refuses what it cannot use, and writes nothing then -------------
+mkdir "$work/empty"
+refuses() {	# refuses WHAT-THE-MESSAGE-SAYS ARGS...
+	local want=$1
+	shift
+	"$tool" -o "$work/empty" "$@" >"$work/refuse.log" 2>&1
+	local rc=$?
+	cat "$work/refuse.log"
+	[ $rc = 1 ] && grep -q -e "$want" "$work/refuse.log" && [ -z "$(ls -A "$work/empty")" ]
+}
+refuses 'apt-get install linux-source-6.1' -s "$work/none.tar.xz" -c /dev/null >"$work/r1.log"
+ok $? "membarrier-build-kernel: no source tarball: says to install linux-source-6.1" "$work/r1.log"
+refuses 'apt-get install linux-patch-membarrier' -p "$work/none" -c /dev/null >"$work/r2.log"
+ok $? "membarrier-build-kernel: no patches: says to install linux-patch-membarrier" "$work/r2.log"
+refuses "$work/none.config not found" -p "$top/kernel/patches" -c "$work/none.config" \
+	>"$work/r3.log"
+ok $? "membarrier-build-kernel: a missing configuration is named" "$work/r3.log"
+refuses "unknown argument" --frobnicate >"$work/r4.log"
+ok $? "membarrier-build-kernel: an unknown option is refused" "$work/r4.log"
+
+# --- the kernel packages ----------------------------------------------------------
+# The configuration: the guest suite's (tinyconfig + kernel/config.fragment)
+# grown by kernel/config-debian.fragment to boot systemd from a virtio disk.
+fragments=("$top/kernel/config.fragment" "$top/kernel/config-debian.fragment")
+series=$top/kernel/patches/series
+key=$( (echo "schema=1"; sha256sum <"$tarball"; cat "$tool" "$series"
+	sed -e 's/#.*//' "$series" | while read -r p _; do
+		[ -z "$p" ] || cat "$top/kernel/patches/$p"
+	done
+	cat "${fragments[@]}") | sha256sum | cut -c1-16)
+kdebs=$cache/linux-deb-$key
+exec 9>"$kdebs.lock"
+flock 9
+if [ -f "$kdebs/.complete" ]; then
+	ok 0 "membarrier-build-kernel: the kernel packages (cached in $kdebs)"
+else
+	start=$SECONDS
+	src=$("$top/kernel/build.sh" source 2>"$work/source.log" | tail -n 1) ||
+		bail "kernel/build.sh source failed" "$work/source.log"
+	cfg=$work/config
+	{ make -s -C "$src" O="$cfg" tinyconfig &&
+		"$src/scripts/kconfig/merge_config.sh" -m -O "$cfg" "$cfg/.config" "${fragments[@]}" &&
+		make -s -C "$src" O="$cfg" olddefconfig; } >"$work/config.log" 2>&1 ||
+		bail "cannot make the configuration" "$work/config.log"
+	rm -rf "$kdebs.tmp" && mkdir "$kdebs.tmp" || bail "cannot create $kdebs.tmp"
+	"$tool" -c "$cfg/.config" -o "$kdebs.tmp" -p "$top/kernel/patches" \
+		>"$work/kernel-build.log" 2>&1
+	rc=$?
+	ok $rc "membarrier-build-kernel builds the kernel packages ($((SECONDS - start)) s)" \
+		"$work/kernel-build.log"
+	[ $rc = 0 ] || done_tap
+	cp "$work/kernel-build.log" "$kdebs.tmp/build.log"
+	rm -rf "$kdebs" && mv "$kdebs.tmp" "$kdebs" && touch "$kdebs/.complete" ||
+		bail "cannot write $kdebs"
+fi
+flock -u 9
+image_deb=$(ls "$kdebs"/linux-image-*.deb 2>/dev/null | grep -v -- '-dbg_') ||
+	bail "no linux-image package in $kdebs"
+kpkg=$(dpkg-deb -f "$image_deb" Package)
+release=${kpkg#linux-image-}
+case $release in
+6.1.*-membarrier) ok 0 "the kernel package is $kpkg" ;;
+*) ok 1 "the kernel package is linux-image-6.1.*-membarrier, not $kpkg" ;;
+esac
+# Not ours to lint, but said: what lintian thinks of a bindeb-pkg package.
+lintian "$image_deb" 2>/dev/null | sed 's/^/# lintian: /' | head -n 20
+
+# --- the library packages -----------------------------------------------------------
+if [ -n "${LIBMEMBARRIER_DEBS:-}" ]; then
+	pkgdir=$LIBMEMBARRIER_DEBS
+else
+	pkgdir=$work/packages
+	build_packages "$pkgdir"
+fi
+version=$(dpkg-parsechangelog -l "$top/debian/changelog" -S Version)
+version=${version#*:}
+debs=
+for p in $our_packages; do
+	f=$(ls "$pkgdir/${p}_${version}_"*.deb 2>/dev/null) || bail "no $p .deb in $pkgdir"
+	debs="$debs $f"
+done
+dsc=$pkgdir/libmembarrier_$version.dsc
+[ -f "$dsc" ] || bail "no $dsc"
+
+# --- the root file system and the disk image ------------------------------------
+root=$work/root
+start=$SECONDS
+unpack_root guest 1 "$root" $guest_packages
+kernel_debs=$(ls "$kdebs"/*.deb)
+mkdir "$root/tmp/debs" && cp $debs $kernel_debs "$root/tmp/debs/" ||
+	bail "cannot copy the packages"
+in_chroot "$root" "dpkg -i /tmp/debs/*.deb" >"$work/install.log" 2>&1
+ok $? "dpkg -i installs the library packages and $(for d in $kernel_debs; do
+	dpkg-deb -f "$d" Package; done | tr '\n' ' ')" "$work/install.log"
+# The guest has no network: no package lists either, which apt would
+# read (slowly, under TCG) each time autopkgtest installs a test's
+# dependencies, all of them installed already.
+rm -rf "$root/tmp/debs" "$root"/var/lib/apt/lists/*
+[ -f "$root/boot/vmlinuz-$release" ] && [ -f "$root/boot/initrd.img-$release" ]
+ok $? "the kernel package installed /boot/vmlinuz-$release, its hook /boot/initrd.img-$release" \
+	"$work/install.log"
+
+# The system: its disk, a name, a machine id (no first-boot questions), a
+# user other than root, and the unit that runs the checks.
+check=$root/root/membarrier-check
+mkdir -p "$check" &&
+	cp "$top/tests/debian-guest-check.sh" "$top/tests/litmus.c" "$dsc" "$check/" &&
+	cp $(sed -n '/^Files:/,/^[^ ]/s/^ [0-9a-f]* [0-9]* //p' "$dsc" | sed "s|^|$pkgdir/|") \
+		"$check/" &&
+	printf 'release=%s\npackages="%s %s"\n' "$release" "$our_packages" \
+		"$(for d in $kernel_debs; do dpkg-deb -f "$d" Package; done | tr '\n' ' ')" \
+		>"$check/expect" &&
+	echo "/dev/vda / ext4 rw,errors=remount-ro 0 1" >"$root/etc/fstab" &&
+	echo debian-membarrier >"$root/etc/hostname" &&
+	cat >"$root/etc/systemd/system/membarrier-check.service" <<'EOF' ||
+[Unit]
+Description=libmembarrier checks of this system
+After=multi-user.target
+
+[Service]
+Type=oneshot
+ExecStart=/bin/sh /root/membarrier-check/debian-guest-check.sh
+TimeoutStartSec=infinity
+
+[Install]
+WantedBy=multi-user.target
+EOF
+	bail "cannot write into $root"
+in_chroot "$root" "systemd-machine-id-setup && useradd -m membarrier-user &&
+	systemctl enable membarrier-check.service" >"$work/setup.log" 2>&1 ||
+	bail "cannot set up the guest" "$work/setup.log"
+
+img=$work/debian.img
+size=$(( $(du -sm "$root" | cut -f1) + 768 ))
+mke2fs -q -F -t ext4 -L debian -d "$root" "$img" "${size}M" >"$work/mke2fs.log" 2>&1
+ok $? "mke2fs -d makes a ${size} MiB ext4 disk image of it ($((SECONDS - start)) s for the image)" \
+	"$work/mke2fs.log"
+rm -rf --one-file-system "$root"
+debugfs -R "dump /boot/vmlinuz-$release $work/vmlinuz" "$img" >/dev/null 2>&1 &&
+	debugfs -R "dump /boot/initrd.img-$release $work/initrd.img" "$img" >/dev/null 2>&1 &&
+	[ -s "$work/vmlinuz" ] && [ -s "$work/initrd.img" ]
+ok $? "the kernel and initrd read back from the image's /boot"
+
+# --- the boots ------------------------------------------------------------------------
+# boot MODE [KERNEL-ARGS]: boot the image, the guest runs the checks and
+# powers off; its TAP, read back from the image, becomes ours.
+boot() {
+	local mode=$1 append=${2:-} start=$SECONDS rc line n=0 plan=
+	timeout "$boot_timeout" qemu-system-x86_64 -accel tcg -smp 2 -m 1024 \
+		-kernel "$work/vmlinuz" -initrd "$work/initrd.img" \
+		-append "console=ttyS0 root=/dev/vda rw quiet panic=-1 $append" \
+		-drive "file=$img,format=raw,if=virtio" -nic none \
+		-nographic -no-reboot </dev/null >"$work/console-$mode.log" 2>&1
+	rc=$?
+	[ $rc = 0 ]
+	ok $? "boot ${append:-with the defaults}: the guest powered off after $((SECONDS - start)) s (limit ${boot_timeout} s, status $rc)" \
+		"$work/console-$mode.log"
+	debugfs -R "cat /var/log/membarrier-check-$mode.tap" "$img" >"$work/$mode.tap" 2>/dev/null
+	while IFS= read -r line; do
+		case $line in
+		'ok '*|'not ok '*)
+			n=$((n + 1))
+			case $line in ok*) rc=0 ;; *) rc=1 ;; esac
+			ok $rc "guest ($mode): ${line#* - }"
+			;;
+		'1..'*) plan=${line#1..} ;;
+		*) echo "$line" ;;
+		esac
+	done <"$work/$mode.tap"
+	[ -n "$plan" ] && [ "$plan" = $n ] && [ $n -gt 0 ]
+	ok $? "guest ($mode): its report is complete (${n} checks, plan ${plan:-missing})" \
+		"$work/console-$mode.log"
+}
+boot on
+boot off membarrier_expedited=off
+done_tap
