@@ -4,9 +4,14 @@
 # Usage: kernel/build.sh [patched|nomembarrier|debug|arm64|source]  (default: patched)
 #
 #   patched       Debian linux-source-6.1 + kernel/patches/series,
-#                 tinyconfig + kernel/config.fragment.
-#   nomembarrier  the same source, plus kernel/config-nomembarrier.fragment
-#                 (CONFIG_MEMBARRIER=n).
+#                 tinyconfig + kernel/config.fragment +
+#                 kernel/config-debian.fragment, built as Debian packages
+#                 by kernel/membarrier-build-kernel (the tool
+#                 linux-patch-membarrier ships): the same kernel boots the
+#                 busybox guests and, installed with dpkg, the Debian 12
+#                 guest of tests/debian-guest.sh (one build for both).
+#   nomembarrier  the same source, tinyconfig + kernel/config.fragment +
+#                 kernel/config-nomembarrier.fragment (CONFIG_MEMBARRIER=n).
 #   debug         the same source, plus kernel/config-debug.fragment
 #                 (full preemption, lockdep, KASAN, UBSAN, hotplug).
 #   arm64         the same source for arm64 (gcc-aarch64-linux-gnu), for
@@ -19,7 +24,9 @@
 #
 # The last line on stdout is the output directory, which contains:
 #   bzImage (arm64: Image), config, usr/include (headers_install),
-#   selftests/ (static membarrier kselftests), build.log.
+#   selftests/ (static membarrier kselftests), build.log; for patched also
+#   debs/ (linux-image-6.1.*-membarrier and linux-headers-*) and
+#   build-seconds.
 # Progress goes to stderr, the build output to build.log in that directory.
 #
 # Everything lives in ${LIBMEMBARRIER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/libmembarrier},
@@ -45,7 +52,7 @@ tarball=${LINUX_SOURCE_TARBALL:-/usr/src/linux-source-6.1.tar.xz}
 cache=${LIBMEMBARRIER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/libmembarrier}
 jobs=${JOBS:-$(nproc)}
 # Bump when this script changes what it produces.
-schema=1
+schema=2
 
 say() { echo "$me: $*" >&2; }
 die() { say "error: $*"; exit 1; }
@@ -59,6 +66,7 @@ if [ "$variant" = arm64 ]; then
 fi
 cc=gcc
 [ "$variant" != arm64 ] || cc=aarch64-linux-gnu-gcc
+tool=$here/membarrier-build-kernel
 for t in make gcc "$cc" flex bison bc rsync cpio xz; do
 	command -v "$t" >/dev/null || die "$t not found (see the README's apt-get line)"
 done
@@ -79,13 +87,15 @@ src_key=$(cat "$series" ${patches[@]+"${patches[@]}"} | sha256sum | cut -c1-16)
 
 fragments=("$here/config.fragment")
 case $variant in
-patched|source) ;;
+source) ;;
+patched) fragments+=("$here/config-debian.fragment") ;;
 arm64) fragments=("$here/config-arm64.fragment") ;;
 *) fragments+=("$here/config-$variant.fragment") ;;
 esac
 for f in "${fragments[@]}"; do [ -f "$f" ] || die "$f not found"; done
-build_key=$( (echo "schema=$schema variant=$variant src=$src_key"; cat "${fragments[@]}") |
-	sha256sum | cut -c1-16)
+# The patched kernel's packages also depend on the tool that builds them.
+build_key=$( (echo "schema=$schema variant=$variant src=$src_key"; cat "${fragments[@]}"
+	[ "$variant" != patched ] || cat "$tool") | sha256sum | cut -c1-16)
 
 # The version comes from the tarball's Makefile; remember it per tarball.
 verfile=$cache/tarball-$tar_sha.version
@@ -172,24 +182,46 @@ missing=$(cat "${fragments[@]}" | sed -n -e 's/^\(CONFIG_[A-Z0-9_]*=.*\)$/\1/p' 
 done || true)
 [ -z "$missing" ] || die "options not in the final .config: $(echo $missing)"
 
-say "building ${image##*/} with -j$jobs (log: $log)"
-mk -j"$jobs" "${image##*/}"
-say "installing headers"
-rm -rf "$outdir/usr"
-mk INSTALL_HDR_PATH="$outdir/usr" headers_install
+if [ "$variant" = patched ]; then
+	# The tool unpacks and patches its own copy of the tarball, as a user's
+	# build would, and writes the packages; the kernel and the headers for
+	# the busybox guests come from its build tree, kept until then.
+	say "building the Debian packages with ${tool##*/} -j$jobs (log: $log)"
+	rm -rf "$outdir/debs"
+	mkdir -p "$outdir/debs"
+	run "$tool" -c "$objdir/.config" -o "$outdir/debs" -p "$here/patches" -s "$tarball" \
+		-j "$jobs" --keep
+	kept=$(find "$outdir/debs" -mindepth 1 -maxdepth 1 -type d -name 'membarrier-kernel.*')
+	[ -n "$kept" ] && [ -f "$kept/$top/$image" ] || die "no kernel in the tool's build tree"
+	ls "$outdir/debs"/linux-image-*-membarrier_*.deb >/dev/null 2>&1 ||
+		die "the tool made no linux-image package"
+	say "installing headers"
+	rm -rf "$outdir/usr"
+	run make -C "$kept/$top" INSTALL_HDR_PATH="$outdir/usr" headers_install
+	cp "$kept/$top/$image" "$outdir/${image##*/}"
+	cp "$kept/$top/.config" "$outdir/config"
+	rm -rf "$kept" "$objdir"
+else
+	say "building ${image##*/} with -j$jobs (log: $log)"
+	mk -j"$jobs" "${image##*/}"
+	say "installing headers"
+	rm -rf "$outdir/usr"
+	mk INSTALL_HDR_PATH="$outdir/usr" headers_install
+	cp "$objdir/$image" "$outdir/${image##*/}"
+	cp "$objdir/.config" "$outdir/config"
+fi
 
 say "building the membarrier kselftests (static)"
 run make -C "$srcdir/tools/testing/selftests" ${karch[@]+"${karch[@]}"} TARGETS=membarrier \
-	O="$objdir/kselftest-build" \
+	O="$outdir/kselftest-build" \
 	KHDR_INCLUDES="-isystem $outdir/usr/include" LDFLAGS=-static
 rm -rf "$outdir/selftests"
 mkdir -p "$outdir/selftests"
-find "$objdir/kselftest-build" -type f -name 'membarrier_test_*' -perm -u+x \
+find "$outdir/kselftest-build" -type f -name 'membarrier_test_*' -perm -u+x \
 	-exec cp {} "$outdir/selftests/" \;
 [ -n "$(ls "$outdir/selftests")" ] || die "no selftest binary was built"
 
-cp "$objdir/$image" "$outdir/${image##*/}"
-cp "$objdir/.config" "$outdir/config"
+echo $(( $(date +%s) - start )) >"$outdir/build-seconds"
 touch "$outdir/.complete"
 say "done in $(( $(date +%s) - start ))s: $outdir"
 echo "$outdir"

@@ -19,9 +19,9 @@
 # missing it skips, or fails when LIBMEMBARRIER_REQUIRE_GUEST=1.
 #
 # Cached under ${LIBMEMBARRIER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/libmembarrier}:
-# the kernel packages (linux-deb-KEY/, keyed by the source tarball, the
-# tool, the series and the configuration fragments) and the root file
-# system before our packages (guest-bookworm-ARCH-KEY.tar.gz).
+# the kernel packages (kernel/build.sh patched's debs/, keyed by the
+# source tarball, the tool, the series and the configuration fragments)
+# and the root file system before our packages (guest-bookworm-ARCH-KEY.tar.gz).
 #
 # With --prepare, it only makes the cached root file system.
 #
@@ -80,41 +80,16 @@ refuses "unknown argument" --frobnicate >"$work/r4.log"
 ok $? "membarrier-build-kernel: an unknown option is refused" "$work/r4.log"
 
 # --- the kernel packages ----------------------------------------------------------
-# The configuration: the guest suite's (tinyconfig + kernel/config.fragment)
-# grown by kernel/config-debian.fragment to boot systemd from a virtio disk.
-fragments=("$top/kernel/config.fragment" "$top/kernel/config-debian.fragment")
-series=$top/kernel/patches/series
-key=$( (echo "schema=1"; sha256sum <"$tarball"; cat "$tool" "$series"
-	sed -e 's/#.*//' "$series" | while read -r p _; do
-		[ -z "$p" ] || cat "$top/kernel/patches/$p"
-	done
-	cat "${fragments[@]}") | sha256sum | cut -c1-16)
-kdebs=$cache/linux-deb-$key
-exec 9>"$kdebs.lock"
-flock 9
-if [ -f "$kdebs/.complete" ]; then
-	ok 0 "membarrier-build-kernel: the kernel packages (cached in $kdebs)"
-else
-	start=$SECONDS
-	src=$("$top/kernel/build.sh" source 2>"$work/source.log" | tail -n 1) ||
-		bail "kernel/build.sh source failed" "$work/source.log"
-	cfg=$work/config
-	{ make -s -C "$src" O="$cfg" tinyconfig &&
-		"$src/scripts/kconfig/merge_config.sh" -m -O "$cfg" "$cfg/.config" "${fragments[@]}" &&
-		make -s -C "$src" O="$cfg" olddefconfig; } >"$work/config.log" 2>&1 ||
-		bail "cannot make the configuration" "$work/config.log"
-	rm -rf "$kdebs.tmp" && mkdir "$kdebs.tmp" || bail "cannot create $kdebs.tmp"
-	"$tool" -c "$cfg/.config" -o "$kdebs.tmp" -p "$top/kernel/patches" \
-		>"$work/kernel-build.log" 2>&1
-	rc=$?
-	ok $rc "membarrier-build-kernel builds the kernel packages ($((SECONDS - start)) s)" \
-		"$work/kernel-build.log"
-	[ $rc = 0 ] || done_tap
-	cp "$work/kernel-build.log" "$kdebs.tmp/build.log"
-	rm -rf "$kdebs" && mv "$kdebs.tmp" "$kdebs" && touch "$kdebs/.complete" ||
-		bail "cannot write $kdebs"
-fi
-flock -u 9
+# kernel/build.sh patched builds them with the tool from the guest suite's
+# configuration (tinyconfig + kernel/config.fragment) grown by
+# kernel/config-debian.fragment to boot systemd from a virtio disk, and
+# caches them (the busybox guests boot the same kernel): here they are
+# built if tests/run-all.sh's kernels stage has not built them yet.
+kdir=$("$top/kernel/build.sh" patched 2>"$work/kernel-build.log" | tail -n 1)
+[ -n "$kdir" ] && [ -f "$kdir/.complete" ] ||
+	bail "kernel/build.sh patched failed" "$work/kernel-build.log"
+kdebs=$kdir/debs
+ok 0 "membarrier-build-kernel built the kernel packages in $(cat "$kdir/build-seconds") s (kernel/build.sh patched: $kdebs; build.log there)"
 image_deb=$(ls "$kdebs"/linux-image-*.deb 2>/dev/null | grep -v -- '-dbg_') ||
 	bail "no linux-image package in $kdebs"
 kpkg=$(dpkg-deb -f "$image_deb" Package)

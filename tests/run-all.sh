@@ -159,8 +159,9 @@ as_root() {
 as_root debian tests/debian-install.sh LIBMEMBARRIER_DEBS_OUT="$top/_build/debs"
 
 # The four guest kernels next, with all the CPUs to themselves (cached:
-# seconds when nothing changed; on 2 cores about 6 minutes each for the
-# patched, nomembarrier and arm64 ones, more for the debug one, if not).
+# seconds when nothing changed; on 2 cores 6 to 10 minutes each, if not).
+# The patched one is built as Debian packages by membarrier-build-kernel:
+# the busybox guests boot its kernel, the Debian guest installs them.
 echo "== kernels"
 # Beside them, the Debian guest's root file system, if it is not cached:
 # debootstrap waits on the network and the disk more than on the CPU.
@@ -178,8 +179,7 @@ kernel/matrix.sh >_build/matrix.log 2>&1 || true
 wait "$prepare_pid"	# its failure shows in the debian-guest stage
 took kernels
 
-# The patched kernel as a Debian package (kernel/membarrier-build-kernel,
-# cached), installed with the library packages of the debian stage into a
+# The patched kernel's Debian packages (kernels stage), installed with the library packages of the debian stage into a
 # Debian 12 system that boots with systemd in QEMU and checks itself, once
 # with membarrier_expedited=off (tests/debian-guest.sh, TAP, as root).
 as_root debian-guest tests/debian-guest.sh LIBMEMBARRIER_DEBS="$top/_build/debs"
