@@ -203,8 +203,24 @@ unset CHECK_TESTS
 # cross compilers (gcc-aarch64-linux-gnu, for kernel/matrix.sh): all
 # gcc-multilib adds to it is a /usr/include/asm link, and the x86 kernel
 # headers it points to serve both word sizes, hence -idirafter.
-LITMUS_ROUNDS=100000 run i386 CC="gcc -m32 -idirafter /usr/include/x86_64-linux-gnu" \
-	--disable-guest-tests
+# A kernel built without IA32 emulation (some virtual machines' are)
+# cannot execute them: there the same build runs under qemu-i386, as a
+# cross build (what qemu-user cannot do is skipped, saying so).
+m32="gcc -m32 -idirafter /usr/include/x86_64-linux-gnu"
+printf 'int main(void) { return 0; }\n' >_build/m32.c
+if $m32 -o _build/m32 _build/m32.c && _build/m32; then
+	LITMUS_ROUNDS=100000 run i386 CC="$m32" --disable-guest-tests
+else
+	# qemu-i386 7.2 aborts a program whose new thread starts while the
+	# signal mechanism's signals arrive ("Fatal glibc error: rseq
+	# registration failed", GLIBC_TUNABLES=glibc.pthread.rseq=0 or not):
+	# the three tests that do that (fallback, signal-cases, litmus.sh)
+	# run natively and under qemu-user on four other architectures.
+	echo "# this kernel cannot execute 32-bit x86 programs: the i386 suite runs under qemu-i386, without tests/fallback, tests/signal-cases and tests/litmus.sh"
+	CHECK_TESTS="tests/commands tests/errors tests/cache tests/fork tests/race tests/errno-table tests/pidns tests/header.sh tests/symbols.sh tests/info.sh man/check-pages.sh man/check-examples.sh" \
+		run i386 --host=i686-linux-gnu CC="$m32" --disable-guest-tests TEST_EMULATOR=qemu-i386
+	unset CHECK_TESTS
+fi
 
 # The host suite under qemu-user, one architecture at a time (two at once
 # took 1.5 times as long: spinning rendezvous under emulation need the
