@@ -5,9 +5,8 @@
 # the control again with a third thread creating and joining short-lived
 # threads all along (--churn), so /proc/self/task changes under the heavy
 # side.  LITMUS_ROUNDS overrides the round count (sanitizer builds run
-# fewer), LITMUS_CHURN_ROUNDS that of the signal mechanism with churn
-# (default: a fifth as many: a round costs twice as much, and the same
-# mechanism gets the full count without churn).  The default is 10^6.
+# fewer), LITMUS_CHURN_ROUNDS that of the signal mechanism with churn; the
+# default is 10^6.
 set -u
 litmus=${top_builddir:-.}/tests/litmus
 seccomp=${top_builddir:-.}/tests/seccomp-run
@@ -20,7 +19,7 @@ global_rounds=${LITMUS_GLOBAL_ROUNDS:-300}
 # The signal mechanism with thread churn: qemu-user keeps about 0.3 MB
 # of every thread a program ever started (2911 threads, 0.8 GB, in 2 * 10^4
 # rounds under qemu-aarch64), so emulated runs take fewer rounds.
-churn_rounds=${LITMUS_CHURN_ROUNDS:-$((rounds / 5))}
+churn_rounds=${LITMUS_CHURN_ROUNDS:-$rounds}
 # EPERM leads to the same signal mechanism as ENOSYS, which gets the full
 # count; only the probe differs there (tests/fallback, tests/errno-table).
 eperm_rounds=$((rounds / 10))
