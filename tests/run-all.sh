@@ -15,7 +15,8 @@
 # need both threads on a CPU at once, each round, and a kernel build or a
 # second QEMU guest beside them on a 2-core machine slows a spin
 # rendezvous by orders of magnitude, as do the timing-based guest tests.
-# Only the cross builds that run no test overlap with other stages.
+# What runs no test overlaps: every build of the suite is configured and
+# compiled first, two at a time, beside the Debian stage and the kernels.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 99
@@ -50,27 +51,19 @@ tally() {
 	failed=$((failed + $2))
 }
 
-# build_check NAME CONFIGURE-ARGS...: configure, build and check in
-# _build/NAME; its status.
-build_check() {
-	name=$1; shift
-	echo "== $name: configure $*"
+# The builds, before any test runs: each configured (--enable-werror)
+# and compiled, library, tools and test programs, into _build/NAME;
+# prebuild NAME CONFIGURE-ARGS... writes its status and seconds to
+# _build/NAME.built, its output to _build/NAME.build.log.  configure is
+# one process at a time: two builds at once use both CPUs.
+prebuild() {
+	name=$1 t=$(date +%s)
+	shift
 	rm -rf "_build/$name" && mkdir -p "_build/$name" || exit 99
 	( cd "_build/$name" && "$top/configure" -q --enable-werror "$@" &&
-	  make -s -j"$jobs" && make -s check ${CHECK_TESTS:+TESTS="$CHECK_TESTS"} )
-}
-
-# summary NAME: the failures and totals of _build/NAME, into the tally.
-summary() {
-	grep -E '^(# (TOTAL|PASS|SKIP|FAIL|ERROR):|FAIL:|ERROR:)' "_build/$1/test-suite.log" 2>/dev/null
-	tally "_build/$1"
-}
-
-# run NAME CONFIGURE-ARGS...: build_check, then its summary and time.
-run() {
-	build_check "$@" || status=1
-	summary "$1"
-	took "$1"
+	  make -s && make -s check TESTS= && rm -f test-suite.log ) \
+		>"_build/$name.build.log" 2>&1
+	echo $? $(($(date +%s) - t)) >"_build/$name.built"
 }
 
 # Every Debian release architecture, and riscv64: the library, the tool
@@ -80,45 +73,94 @@ run() {
 # the SONAME, no libatomic) and tests/header.sh compiles the header.
 # Where qemu-user is given, the whole host suite runs under it
 # (configure's TEST_EMULATOR; tests/emulator.sh: what qemu-user cannot do
-# is skipped, saying so).  qemu-user keeps about 0.3 MB of every thread a
-# program started, and a round of the signal mechanism takes 50-350 us
-# there: fewer litmus rounds.  cross ARCH TRIPLET [QEMU] writes
-# _build/ARCH.out and _build/ARCH.rc (status, seconds); cross_report adds
-# them to the totals and the table.
-cross() {
-	arch=$1 triplet=$2 qemu=${3:-} t=$(date +%s)
-	mkdir -p _build && rm -f "_build/$arch.rc"
-	if [ -n "$qemu" ]; then
-		LITMUS_ROUNDS=50000 LITMUS_CHURN_ROUNDS=10000 build_check "$arch" \
-			--host="$triplet" --disable-guest-tests TEST_EMULATOR="$qemu -L /usr/$triplet"
-	else
-		CHECK_TESTS="tests/symbols.sh tests/header.sh" build_check "$arch" \
-			--host="$triplet" --disable-guest-tests
-	fi >"_build/$arch.out" 2>&1
-	echo $? $(($(date +%s) - t)) >"_build/$arch.rc"
-}
-cross_report() {
-	for arch in "$@"; do
-		read -r rc secs 2>/dev/null <"_build/$arch.rc" || rc=99 secs=0
-		echo "== $arch (${secs}s)"
-		[ "$rc" = 0 ] || { status=1; tail -20 "_build/$arch.out"; }
-		summary "$arch"
-		times="$times$(printf '  %-10s %5ds' "$arch" "$secs")
-"
-	done
+# is skipped, saying so).
+emulated="arm64 armhf ppc64el s390x"
+compiled="armel i386-cross mips64el mipsel riscv64"
+triplet() {
+	case $1 in
+	arm64) echo aarch64-linux-gnu qemu-aarch64 ;;
+	armhf) echo arm-linux-gnueabihf qemu-arm ;;
+	ppc64el) echo powerpc64le-linux-gnu qemu-ppc64le ;;
+	s390x) echo s390x-linux-gnu qemu-s390x ;;
+	armel) echo arm-linux-gnueabi ;;
+	i386-cross) echo i686-linux-gnu ;;
+	mips64el) echo mips64el-linux-gnuabi64 ;;
+	mipsel) echo mipsel-linux-gnu ;;
+	riscv64) echo riscv64-linux-gnu ;;
+	esac
 }
 
-# The architectures that are only compiled (no test runs there, nothing
-# timed) build in the background, beside the Debian stage and the kernels.
-cross_compiled="armel i386-cross mips64el mipsel riscv64"
-{
-	cross armel arm-linux-gnueabi
-	cross i386-cross i686-linux-gnu
-	cross mips64el mips64el-linux-gnuabi64
-	cross mipsel mipsel-linux-gnu
-	cross riscv64 riscv64-linux-gnu
-} &
-cross_pid=$!
+# The whole host suite as native 32-bit code (gcc -m32 on x86_64: the
+# i386 ABI, whose 64-bit atomics must not need libatomic).
+# gcc-12-multilib, not the gcc-multilib package, which conflicts with the
+# cross compilers (gcc-aarch64-linux-gnu, for kernel/matrix.sh): all
+# gcc-multilib adds to it is a /usr/include/asm link, and the x86 kernel
+# headers it points to serve both word sizes, hence -idirafter.
+# A kernel built without IA32 emulation (some virtual machines' are)
+# cannot execute them: there the same build runs under qemu-i386, as a
+# cross build (what qemu-user cannot do is skipped, saying so).
+m32="gcc -m32 -idirafter /usr/include/x86_64-linux-gnu"
+mkdir -p _build
+printf 'int main(void) { return 0; }\n' >_build/m32.c
+m32_runs=
+if $m32 -o _build/m32 _build/m32.c 2>/dev/null && _build/m32; then
+	m32_runs=yes
+fi
+
+# build NAME: prebuild with NAME's configure arguments.
+build() {
+	case $1 in
+	default) prebuild default ;;
+	asan-ubsan) prebuild asan-ubsan --enable-sanitizers=address,undefined --disable-guest-tests ;;
+	tsan) prebuild tsan --enable-sanitizers=thread --disable-guest-tests ;;
+	i386)
+		if [ -n "$m32_runs" ]; then
+			prebuild i386 CC="$m32" --disable-guest-tests
+		else
+			prebuild i386 --host=i686-linux-gnu CC="$m32" --disable-guest-tests \
+				TEST_EMULATOR=qemu-i386
+		fi ;;
+	*)
+		set -- "$1" $(triplet "$1")
+		if [ -n "${3:-}" ]; then
+			prebuild "$1" --host="$2" --disable-guest-tests TEST_EMULATOR="$3 -L /usr/$2"
+		else
+			prebuild "$1" --host="$2" --disable-guest-tests
+		fi ;;
+	esac
+}
+# Two lanes of about the same length (the sanitizer builds and the
+# emulated ones compile more than the others).
+{ for b in default asan-ubsan i386 arm64 armhf armel mipsel; do build $b; done; } &
+lane1=$!
+{ for b in tsan ppc64el s390x i386-cross mips64el riscv64; do build $b; done; } &
+lane2=$!
+
+# check NAME [VAR=VALUE...]: make check in the build of NAME (with the
+# variables, and TESTS=$CHECK_TESTS if that is set), its summary and time.
+check() {
+	name=$1
+	shift
+	echo "== $name"
+	read -r rc secs 2>/dev/null <"_build/$name.built" || rc=99
+	if [ "$rc" != 0 ]; then
+		echo "FAIL: the $name build (_build/$name.build.log):"
+		tail -20 "_build/$name.build.log"
+		failed=$((failed + 1)); status=1
+		took "$name"
+		return
+	fi
+	( cd "_build/$name" && env "$@" make -s check ${CHECK_TESTS:+TESTS="$CHECK_TESTS"} ) \
+		|| status=1
+	summary "$name"
+	took "$name"
+}
+
+# summary NAME: the failures and totals of _build/NAME, into the tally.
+summary() {
+	grep -E '^(# (TOTAL|PASS|SKIP|FAIL|ERROR):|FAIL:|ERROR:)' "_build/$1/test-suite.log" 2>/dev/null
+	tally "_build/$1"
+}
 
 # The Debian packages: built from the make dist tarball, linted, then in a
 # bookworm chroot (cached) installed beside manpages-dev, used, and purged
@@ -178,15 +220,24 @@ done
 kernel/matrix.sh >_build/matrix.log 2>&1 || true
 wait "$prepare_pid"	# its failure shows in the debian-guest stage
 took kernels
+# The builds end here: no test runs beside them.
+wait "$lane1" "$lane2"
+for b in default asan-ubsan tsan i386 $emulated $compiled; do
+	read -r rc secs 2>/dev/null <"_build/$b.built" || rc=99 secs=0
+	builds="${builds:-}$(printf '  %-10s %5ds%s' "$b" "$secs" "$([ "$rc" = 0 ] || echo ' FAILED')")
+"
+done
+took builds
+times="$times$builds"
 
 # The patched kernel's Debian packages (kernels stage), installed with the library packages of the debian stage into a
 # Debian 12 system that boots with systemd in QEMU and checks itself, once
 # with membarrier_expedited=off (tests/debian-guest.sh, TAP, as root).
 as_root debian-guest tests/debian-guest.sh LIBMEMBARRIER_DEBS="$top/_build/debs"
 
-run default
+check default
 # Sanitizers slow the litmus test down tenfold: fewer rounds there.
-LITMUS_ROUNDS=100000 run asan-ubsan --enable-sanitizers=address,undefined --disable-guest-tests
+check asan-ubsan LITMUS_ROUNDS=100000
 # Under TSan, not the tests of the signal mechanism (litmus, fallback,
 # fork): TSan delivers an asynchronous signal only when the target thread
 # enters a function it intercepts, so a thread spinning in user code (the
@@ -195,21 +246,9 @@ LITMUS_ROUNDS=100000 run asan-ubsan --enable-sanitizers=address,undefined --disa
 # instrumentation also hides the store-buffer reordering the litmus
 # control must find.  The default and ASan+UBSan builds run them in full.
 CHECK_TESTS="tests/commands tests/errors tests/errno-table tests/cache tests/race tests/header.sh tests/symbols.sh tests/info.sh" \
-TSAN_OPTIONS="halt_on_error=1" run tsan --enable-sanitizers=thread --disable-guest-tests
-unset CHECK_TESTS
-# The whole host suite as native 32-bit code (gcc -m32 on x86_64: the
-# i386 ABI, whose 64-bit atomics must not need libatomic).
-# gcc-12-multilib, not the gcc-multilib package, which conflicts with the
-# cross compilers (gcc-aarch64-linux-gnu, for kernel/matrix.sh): all
-# gcc-multilib adds to it is a /usr/include/asm link, and the x86 kernel
-# headers it points to serve both word sizes, hence -idirafter.
-# A kernel built without IA32 emulation (some virtual machines' are)
-# cannot execute them: there the same build runs under qemu-i386, as a
-# cross build (what qemu-user cannot do is skipped, saying so).
-m32="gcc -m32 -idirafter /usr/include/x86_64-linux-gnu"
-printf 'int main(void) { return 0; }\n' >_build/m32.c
-if $m32 -o _build/m32 _build/m32.c && _build/m32; then
-	LITMUS_ROUNDS=100000 run i386 CC="$m32" --disable-guest-tests
+	check tsan TSAN_OPTIONS=halt_on_error=1
+if [ -n "$m32_runs" ]; then
+	check i386 LITMUS_ROUNDS=100000
 else
 	# qemu-i386 7.2 aborts a program whose new thread starts while the
 	# signal mechanism's signals arrive ("Fatal glibc error: rseq
@@ -218,20 +257,56 @@ else
 	# run natively and under qemu-user on four other architectures.
 	echo "# this kernel cannot execute 32-bit x86 programs: the i386 suite runs under qemu-i386, without tests/fallback, tests/signal-cases and tests/litmus.sh"
 	CHECK_TESTS="tests/commands tests/errors tests/cache tests/fork tests/race tests/errno-table tests/pidns tests/header.sh tests/symbols.sh tests/info.sh man/check-pages.sh man/check-examples.sh" \
-		run i386 --host=i686-linux-gnu CC="$m32" --disable-guest-tests TEST_EMULATOR=qemu-i386
-	unset CHECK_TESTS
+		check i386
 fi
 
-# The host suite under qemu-user, one architecture at a time (two at once
-# took 1.5 times as long: spinning rendezvous under emulation need the
-# cores to themselves).
-for a in "arm64 aarch64-linux-gnu qemu-aarch64" "armhf arm-linux-gnueabihf qemu-arm" \
-	"ppc64el powerpc64le-linux-gnu qemu-ppc64le" "s390x s390x-linux-gnu qemu-s390x"; do
-	cross $a
+# The host suite under qemu-user, two architectures at a time: under
+# emulation the litmus control finds the reordering in about a tenth of
+# its rounds even so, and two at once take 1.5 times as long as one.
+# qemu-user keeps about 0.3 MB of every thread a program started, and a
+# round of the signal mechanism takes 50-350 us there: fewer litmus
+# rounds.  The architectures only compiled run tests/symbols.sh and
+# tests/header.sh.
+# emulated_check NAME: make check of that build (in the background),
+# output in _build/NAME.out, status and seconds in _build/NAME.rc.
+emulated_check() {
+	t=$(date +%s)
+	read -r rc secs 2>/dev/null <"_build/$1.built" || rc=99
+	if [ "$rc" = 0 ]; then
+		( cd "_build/$1" && LITMUS_ROUNDS=50000 LITMUS_CHURN_ROUNDS=10000 make -s check ) \
+			>"_build/$1.out" 2>&1
+		rc=$?
+	fi
+	echo "$rc" $(($(date +%s) - t)) >"_build/$1.rc"
+}
+echo "== cross"
+emulated_check arm64 & emulated_check armhf & wait
+emulated_check ppc64el & emulated_check s390x & wait
+for a in $emulated; do
+	read -r rc secs 2>/dev/null <"_build/$a.rc" || rc=99 secs=0
+	echo "== $a under qemu-user (${secs}s)"
+	if ! read -r brc _ 2>/dev/null <"_build/$a.built" || [ "$brc" != 0 ]; then
+		echo "FAIL: the $a build (_build/$a.build.log):"
+		tail -20 "_build/$a.build.log"
+		failed=$((failed + 1)); status=1
+		continue
+	fi
+	[ "$rc" = 0 ] || { status=1; tail -20 "_build/$a.out"; }
+	summary "$a"
+	times="$times$(printf '  %-10s %5ds' "$a" "$secs")
+"
 done
-cross_report arm64 armhf ppc64el s390x
-wait "$cross_pid"
-cross_report $cross_compiled
+for a in $compiled; do
+	echo "== $a"
+	if ! read -r rc _ 2>/dev/null <"_build/$a.built" || [ "$rc" != 0 ]; then
+		echo "FAIL: the $a build (_build/$a.build.log):"
+		tail -20 "_build/$a.build.log"
+		failed=$((failed + 1)); status=1
+		continue
+	fi
+	( cd "_build/$a" && make -s check TESTS="tests/symbols.sh tests/header.sh" ) || status=1
+	summary "$a"
+done
 took cross
 
 echo "== distcheck"
