@@ -129,11 +129,18 @@ litmus() {
 }
 check "litmus: SHARED_EXPEDITED, no r1 == r2 == 0 in $rounds rounds" litmus
 note "$(grep -m1 'heavy=' "$out")"
+# A batch of the control may find nothing when the host keeps the two
+# vCPUs from leaving the rendezvous together (6 in 10^6 rounds in one
+# run, thousands in others): up to 5 batches, each printed.
 control() {
-	"$dir/litmus" --control --rounds 1000000 --expect some
+	for try in 1 2 3 4 5; do
+		"$dir/litmus" --control --rounds 1000000 --expect some && return 0
+		echo "control batch $try found no r1 == r2 == 0"
+	done
+	return 1
 }
 check "litmus control: compiler barriers only find r1 == r2 == 0" control
-note "$(grep -m1 'forbidden\|r1' "$out")"
+grep 'forbidden\|control batch' "$out" | while read -r line; do note "$line"; done
 
 echo "1..$n" | tee -a "$tap"
 sync
