@@ -136,23 +136,27 @@ lane1=$!
 { for b in tsan ppc64el s390x i386-cross mips64el riscv64; do build $b; done; } &
 lane2=$!
 
+# built NAME: whether the build of NAME succeeded; if not, it says so
+# and counts a failure.
+built() {
+	read -r rc _ 2>/dev/null <"_build/$1.built" && [ "$rc" = 0 ] && return 0
+	echo "FAIL: the $1 build (_build/$1.build.log):"
+	tail -20 "_build/$1.build.log"
+	failed=$((failed + 1)); status=1
+	return 1
+}
+
 # check NAME [VAR=VALUE...]: make check in the build of NAME (with the
 # variables, and TESTS=$CHECK_TESTS if that is set), its summary and time.
 check() {
 	name=$1
 	shift
 	echo "== $name"
-	read -r rc secs 2>/dev/null <"_build/$name.built" || rc=99
-	if [ "$rc" != 0 ]; then
-		echo "FAIL: the $name build (_build/$name.build.log):"
-		tail -20 "_build/$name.build.log"
-		failed=$((failed + 1)); status=1
-		took "$name"
-		return
+	if built "$name"; then
+		( cd "_build/$name" && env "$@" make -s check ${CHECK_TESTS:+TESTS="$CHECK_TESTS"} ) \
+			|| status=1
+		summary "$name"
 	fi
-	( cd "_build/$name" && env "$@" make -s check ${CHECK_TESTS:+TESTS="$CHECK_TESTS"} ) \
-		|| status=1
-	summary "$name"
 	took "$name"
 }
 
@@ -270,7 +274,7 @@ fi
 # _build/NAME.out, status and seconds in _build/NAME.rc.
 emulated_check() {
 	t=$(date +%s)
-	read -r rc secs 2>/dev/null <"_build/$1.built" || rc=99
+	read -r rc _ 2>/dev/null <"_build/$1.built" || rc=99
 	if [ "$rc" = 0 ]; then
 		( cd "_build/$1" && LITMUS_ROUNDS=50000 LITMUS_CHURN_ROUNDS=10000 make -s check ) \
 			>"_build/$1.out" 2>&1
@@ -285,12 +289,7 @@ done
 for a in $emulated; do
 	read -r rc secs 2>/dev/null <"_build/$a.rc" || rc=99 secs=0
 	echo "== $a under qemu-user (${secs}s)"
-	if ! read -r brc _ 2>/dev/null <"_build/$a.built" || [ "$brc" != 0 ]; then
-		echo "FAIL: the $a build (_build/$a.build.log):"
-		tail -20 "_build/$a.build.log"
-		failed=$((failed + 1)); status=1
-		continue
-	fi
+	built "$a" || continue
 	[ "$rc" = 0 ] || { status=1; tail -20 "_build/$a.out"; }
 	summary "$a"
 	times="$times$(printf '  %-10s %5ds' "$a" "$secs")
@@ -298,12 +297,7 @@ for a in $emulated; do
 done
 for a in $compiled; do
 	echo "== $a"
-	if ! read -r rc _ 2>/dev/null <"_build/$a.built" || [ "$rc" != 0 ]; then
-		echo "FAIL: the $a build (_build/$a.build.log):"
-		tail -20 "_build/$a.build.log"
-		failed=$((failed + 1)); status=1
-		continue
-	fi
+	built "$a" || continue
 	( cd "_build/$a" && make -s check TESTS="tests/symbols.sh tests/header.sh" ) \
 		>"_build/$a.out" 2>&1 || { status=1; tail -20 "_build/$a.out"; }
 	summary "$a"
