@@ -15,10 +15,10 @@
 # need both threads on a CPU at once, each round, and a kernel build or a
 # second QEMU guest beside them on a 2-core machine slows a spin
 # rendezvous by orders of magnitude, as do the timing-based guest tests.
-# The builds run no test: tests/prebuild.sh configures and compiles them
-# in the background from the start, at the idle scheduling priority, and
-# they are stopped while a stage with a spin rendezvous on the host runs
-# (see "The builds" below).
+# What runs no timed test runs in the background at the idle scheduling
+# priority: the builds (tests/prebuild.sh) from the start, stopped while
+# a stage that is slowed by them runs (see "The builds" below), and the
+# Debian stage, beside the guest tests.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 99
@@ -56,18 +56,17 @@ tally() {
 # The builds: tests/prebuild.sh configures (--enable-werror) and compiles
 # each, library, tools and test programs, into _build/NAME, and writes
 # _build/NAME.built when it is done.  Two lanes of them, in the order the
-# stages below need them, run from here on beside the stages under
-# SCHED_IDLE (chrt --idle): they get only a CPU no stage wants, so they
-# cost the stages nothing and use the time a stage leaves a CPU idle (a
-# QEMU guest booting, a Debian package build).  Each lane is a process
-# group of its own (setsid), stopped with SIGSTOP while a stage with a
-# spin rendezvous on the host runs (host litmus tests: the default
-# build's host tests, ASan+UBSan, TSan, i386, qemu-user, distcheck): a
-# build beside them, even idle, thinned the controls' forbidden outcomes
-# (36 and 23 per 5 * 10^6 rounds alone, 4 and 6 beside a configure).
-# Configuring and compiling barely gain from a second CPU on some
-# machines (process creation: two configure runs at once took 24 s here,
-# one alone 14 s), so they are best hidden, not run two at a time.
+# stages below need them, run from here on under SCHED_IDLE (chrt
+# --idle), so they take a CPU only when no stage wants it, each lane a
+# process group of its own (setsid) that is stopped (SIGSTOP) while a
+# stage runs that they slow all the same: on some machines creating
+# processes barely gains from a second CPU (two configure runs at once
+# took 24 s, one alone 14 s), so a build beside the Debian guest slowed
+# its boot from 71 to 183 s, beside a Debian package build it slowed that
+# as well, and beside the host litmus tests it took 13% off their rounds.
+# They run beside the kernel builds and the guest tests (whose QEMU
+# guests leave a CPU idle about half the time and keep their timing), and
+# when a stage waits for one of them (need).
 #
 # Every Debian release architecture, and riscv64, is cross-built with
 # Debian's gcc-<triplet> and libc6-dev-<arch>-cross, warning-free;
@@ -158,10 +157,7 @@ summary() {
 	tally "_build/$1"
 }
 
-# The Debian packages: built from the make dist tarball, linted, then in a
-# bookworm chroot (cached) installed beside manpages-dev, used, and purged
-# (tests/debian-install.sh, TAP).  It needs root, and runs first.  The
-# cache directory is made here, as this user, because kernel/build.sh
+# The cache directory is made here, as this user, because kernel/build.sh
 # keeps its kernels there too.
 cache=${LIBMEMBARRIER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/libmembarrier}
 mkdir -p _build "$cache"
@@ -175,26 +171,51 @@ root() {
 			TMPDIR="${TMPDIR:-/tmp}" "$@"
 	fi
 }
-# as_root NAME SCRIPT [VAR=VALUE...]: a TAP script that needs root, with
-# its output in _build/NAME.log, into the totals and the table.
-as_root() {
-	name=$1 script=$2
-	shift 2
+# root_start NAME [--idle] SCRIPT [VAR=VALUE...]: a TAP script that needs
+# root, started in the background (under SCHED_IDLE with --idle), its
+# output in _build/NAME.log, its status and seconds in _build/NAME.rc;
+# root_pid is its process.  root_report NAME PID waits for it and adds
+# its results to the totals; as_root NAME SCRIPT... is the two at once.
+root_start() {
+	name=$1 idle=
+	shift
+	[ "$1" != --idle ] || { idle="chrt --idle 0"; shift; }
+	script=$1
+	shift
+	rm -f "_build/$name.rc"
+	( t=$(date +%s)
+	  root $idle env "$@" "$script" >"_build/$name.log" 2>&1
+	  echo $? $(($(date +%s) - t)) >"_build/$name.rc" ) &
+	root_pid=$!
+}
+root_report() {
+	name=$1
 	echo "== $name"
-	root env "$@" "$script" >"_build/$name.log" 2>&1
-	rc=$?
+	wait "$2"
+	read -r rc secs 2>/dev/null <"_build/$name.rc" || rc=99 secs=0
 	grep -E '^(not ok|Bail out!)' "_build/$name.log"
 	set -- $(awk '/^ok /{p++} /^(not ok |Bail out!)/{f++} END{print p+0, f+0}' "_build/$name.log")
-	echo "# $name: $1 ok, $2 not ok (_build/$name.log)"
+	echo "# $name: $1 ok, $2 not ok in ${secs}s (_build/$name.log)"
 	passed=$((passed + $1))
 	failed=$((failed + $2))
-	if [ $rc -ne 0 ]; then
+	if [ "$rc" -ne 0 ]; then
 		status=1
 		[ "$2" -gt 0 ] || failed=$((failed + 1))
 	fi
-	took "$name"
 }
-as_root debian tests/debian-install.sh LIBMEMBARRIER_DEBS_OUT="$top/_build/debs"
+as_root() {
+	root_start "$@"
+	root_report "$1" "$root_pid"
+	took "$1"
+}
+
+# The Debian packages: built from the make dist tarball, linted, then in a
+# bookworm chroot (cached) installed beside manpages-dev, used, and purged
+# (tests/debian-install.sh, TAP, as root).  Nothing in it is timed, and
+# only the Debian guest needs what it makes: it runs in the background
+# like the builds, and is done before the Debian guest boots.
+root_start debian --idle tests/debian-install.sh LIBMEMBARRIER_DEBS_OUT="$top/_build/debs"
+debian_pid=$root_pid
 
 # The four guest kernels next (cached: seconds when nothing changed; on 2
 # cores 6 to 15 minutes each, if not; the builds' lanes take what they
@@ -218,18 +239,27 @@ kernel/matrix.sh >_build/matrix.log 2>&1 || true
 wait "$prepare_pid"	# its failure shows in the debian-guest stage
 took kernels
 
+# The default build's guest tests first, with the lanes and the Debian
+# stage running beside them: a QEMU guest leaves a host CPU idle about
+# half the time, and its timing and its litmus controls are in the guest
+# (a guest test with a configure beside it took 25-33 s, as alone).
+check --beside guest default '$(guest_tests)'
+root_report debian "$debian_pid"
+took debian
+times="$times$(printf '  (it ran %ss beside the guest tests)' "$secs")
+"
+
 # The patched kernel's Debian packages (kernels stage), installed with the
 # library packages of the debian stage into a Debian 12 system that boots
 # with systemd in QEMU and checks itself, once with membarrier_expedited=off
-# (tests/debian-guest.sh, TAP, as root).  The lanes run beside it: the
-# guest's controls find thousands of forbidden outcomes per 10^6 rounds.
+# (tests/debian-guest.sh, TAP, as root).  The lanes are stopped: beside
+# them its boot took 183 s instead of 71 (systemd starts many processes,
+# which the builds slow down, as they slow each other).
+lanes STOP
 as_root debian-guest tests/debian-guest.sh LIBMEMBARRIER_DEBS="$top/_build/debs"
 
-# The default build's host tests and man-page checks, then its guest tests
-# with the lanes running (each QEMU guest leaves a host CPU idle most of
-# the time; its controls are in the guest, under TCG).
+# The default build's host tests and man-page checks.
 check default default '$(host_tests) $(host_test_scripts) $(man_checks)'
-check --beside guest default '$(guest_tests)'
 # Sanitizers slow the litmus test down tenfold: fewer rounds there.
 check asan-ubsan asan-ubsan '' LITMUS_ROUNDS=100000
 # Under TSan, not the tests of the signal mechanism (litmus, fallback,
