@@ -20,7 +20,7 @@
  *         private-expedited  MEMBARRIER_CMD_PRIVATE_EXPEDITED, registered
  *         mprotect           the TLB-shootdown trick, measured for
  *                            comparison only: the library does not use it
- *                            (see libmembarrier/signal.c)
+ *                            (see libmembarrier/sig.h)
  *         heavy              membarrier_heavy(), whose mechanism is the
  *                            library's choice or LIBMEMBARRIER_HEAVY's
  *   latency threads RUNNING SLEEPING MAXCALLS [LABEL]

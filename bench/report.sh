@@ -594,7 +594,7 @@ as much as the "function" figure.
 \`membarrier_heavy()\` with \`LIBMEMBARRIER_HEAVY=signal\` (the path of every
 sandboxed or membarrier-less process), 2000 calls from CPU 0 (\`latency
 threads\`).  A running thread gets the signal; a sleeping one costs a read
-of /proc/self/task/TID/syscall and is not woken (libmembarrier/signal.c).
+of /proc/self/task/TID/syscall and is not woken (libmembarrier/sig.h).
 
 | other threads | median, us | p90, us |
 |---|---|---|

@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 #include <sys/syscall.h>
+#include <sys/types.h>
 
 /* The library defines membarrier() and membarrier_light() itself. */
 #define LIBMEMBARRIER_NO_INLINE 1
@@ -117,14 +118,20 @@ int lmb_kernel_query(void);
 /* Commands membarrier() provides without the kernel (see state.c). */
 int lmb_emulated_commands(lmb_state_t st);
 
-/* REGISTER command the chosen mechanism needs, or 0. */
-int lmb_registration(int mechanism);
-
 /*
- * The raw system call: returns the kernel's result or -errno, and leaves
- * errno untouched, so the library's internal calls are async-signal-safe.
+ * sys.c.  The raw system call: returns the kernel's result or -errno, and
+ * leaves errno untouched, so the library's internal calls are
+ * async-signal-safe.
  */
 long lmb_syscall(long nr, long a, long b, long c, long d);
+pid_t lmb_gettid(void);
+int64_t lmb_now_ns(void);
+/* Yield, then sleep a little longer as round grows. */
+void lmb_pause(unsigned int round);
+int lmb_kernel_at_least(long major, long minor);
+
+/* Write "libmembarrier: WHAT" to stderr and abort() (die.c). */
+__attribute__((noreturn)) void lmb_die(const char *what, long n1, long n2);
 
 /*
  * membarrier(2) itself, returning the result or -errno: an inline system
@@ -164,8 +171,12 @@ int lmb_kernel_call(int cmd, unsigned int flags, int cpu_id);
 /* The same after the kernel answered EPERM: register, retry once. */
 int lmb_kernel_retry(int cmd, unsigned int flags, int cpu_id);
 
+/* Does the kernel carry this project's series (MEMBARRIER_CMD_SHARED_EXPEDITED)? */
+int lmb_series_signature(void);
+
 /*
- * The signal mechanism (signal.c).  lmb_signal_setup() chooses the signal
+ * The signal mechanism (sig.h; its top-level entry points, for
+ * mechanism.c only).  lmb_signal_setup() chooses the signal
  * (the one asked for, or a free one) once per process and returns it, or
  * -1 where the mechanism cannot work here.  lmb_signal_heavy() is the
  * barrier: it returns 0 after a barrier on every thread, or does not
@@ -178,14 +189,21 @@ void lmb_signal_prepare(void);
 int lmb_signal_current(void);
 int lmb_signal_heavy(int sync_core);
 
-/* Whether the signal handler can serialise the core (signal.c). */
+/* Whether the signal handler can serialise the core (sig-slot.c). */
 int lmb_signal_can_sync_core(void);
 
-/* Write "libmembarrier: WHAT" to stderr and abort() (heavy.c). */
-__attribute__((noreturn)) void lmb_die(const char *what, long n1, long n2);
-
-/* The heavy barrier with an explicit state (heavy.c); returns 0. */
-int lmb_heavy(lmb_state_t st);
+/*
+ * The mechanisms of membarrier_heavy() (mechanism.c), the only way
+ * state.c and the public entry points reach them.
+ */
+int lmb_mech_count(void);
+int lmb_mech_setup(int mechanism, int kmask, int skipped, int sig);
+int lmb_mech_barrier(int mechanism);
+int lmb_mech_registration(int mechanism);
+int lmb_mech_can_sync_core(void);
+int lmb_mech_sync_core(void);
+int lmb_mech_signal(void);
+void lmb_mech_prepare(void);
 
 #ifdef LMB_TESTING
 /* Tests link an internal copy of the library without the constructor. */

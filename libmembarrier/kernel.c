@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The kernel-call layer: membarrier(2) itself, with the registration a
- * private expedited command needs.  Everything above (membarrier.c,
- * heavy.c, state.c) calls down into this file; it calls nothing of theirs.
+ * private expedited command needs, and whether the kernel carries this
+ * project's series.  Calls only sys.c.
  */
 #include "internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 
 static int lmb_register_command_for(int cmd)
 {
@@ -41,4 +42,15 @@ int lmb_kernel_call(int cmd, unsigned int flags, int cpu_id)
 	int ret = lmb_sys_membarrier(cmd, flags, cpu_id);
 
 	return ret == -EPERM ? lmb_kernel_retry(cmd, flags, cpu_id) : ret;
+}
+
+/*
+ * 1 << 10 is this project's number, not upstream's: a later upstream
+ * command could take it.  The heavy barrier relies on it only where the
+ * kernel also shows the series' own sysctl.
+ */
+int lmb_series_signature(void)
+{
+	return lmb_syscall(SYS_faccessat, AT_FDCWD,
+			   (long)"/proc/sys/kernel/membarrier_expedited_max_rate", F_OK, 0) == 0;
 }

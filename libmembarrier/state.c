@@ -20,64 +20,6 @@
 uint32_t lmb_kern_word, lmb_lib_word;
 uint32_t lmb_fast_word;
 
-static const struct {
-	const char *name;
-	int mechanism;
-} lmb_names[] = {
-	{ "private-expedited", MEMBARRIER_MECHANISM_PRIVATE_EXPEDITED },
-	{ "shared-expedited", MEMBARRIER_MECHANISM_SHARED_EXPEDITED },
-	{ "global", MEMBARRIER_MECHANISM_GLOBAL },
-	{ "signal", MEMBARRIER_MECHANISM_SIGNAL },
-	{ "fence", MEMBARRIER_MECHANISM_FENCE },
-};
-
-LMB_EXPORT const char *membarrier_mechanism_name(int mechanism)
-{
-	for (size_t i = 0; i < sizeof(lmb_names) / sizeof(lmb_names[0]); i++)
-		if (lmb_names[i].mechanism == mechanism)
-			return lmb_names[i].name;
-	return NULL;
-}
-
-int lmb_registration(int mechanism)
-{
-	return mechanism == MEMBARRIER_MECHANISM_PRIVATE_EXPEDITED ?
-	       MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED : 0;
-}
-
-/*
- * 1 << 10 is this project's number, not upstream's: a later upstream
- * command could take it.  The heavy barrier relies on it only where the
- * kernel also shows the series' own sysctl.
- */
-static int lmb_series_signature(void)
-{
-	return lmb_syscall(SYS_faccessat, AT_FDCWD,
-			   (long)"/proc/sys/kernel/membarrier_expedited_max_rate", F_OK, 0) == 0;
-}
-
-/*
- * Can the kernel give us this mechanism?  Registration happens here, in the
- * constructor, while the process is normally still single-threaded: the
- * kernel then registers with a plain barrier, whereas registering a
- * multi-threaded process waits for an RCU grace period.
- */
-static int lmb_try_kernel(int mechanism, int kmask)
-{
-	switch (mechanism) {
-	case MEMBARRIER_MECHANISM_PRIVATE_EXPEDITED:
-		return (kmask & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
-		       (kmask & MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) &&
-		       lmb_sys_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
-					  0, 0) == 0;
-	case MEMBARRIER_MECHANISM_SHARED_EXPEDITED:
-		return (kmask & MEMBARRIER_CMD_SHARED_EXPEDITED) && lmb_series_signature();
-	case MEMBARRIER_MECHANISM_GLOBAL:
-		return (kmask & MEMBARRIER_CMD_GLOBAL) != 0;
-	}
-	return 0;
-}
-
 /*
  * The order of preference, best first:
  *
@@ -90,7 +32,7 @@ static int lmb_try_kernel(int mechanism, int kmask)
  *   registration for PRIVATE_EXPEDITED was refused.
  * GLOBAL waits for an RCU grace period: milliseconds, but correct and free
  *   of side effects (absent under nohz_full, where QUERY hides it).
- * SIGNAL needs no kernel support (see signal.c) but interrupts every thread
+ * SIGNAL needs no kernel support (see sig.h) but interrupts every thread
  *   with a signal, which can make some system calls fail with EINTR.
  * FENCE is no process-wide barrier at all: heavy and light both become
  *   sequentially consistent fences, which pair correctly but give the light
@@ -116,9 +58,9 @@ static int lmb_env_mechanism(int *invalid)
 	*invalid = 0;
 	if (env == NULL || env[0] == '\0' || strcmp(env, "auto") == 0)
 		return 0;
-	for (size_t i = 0; i < sizeof(lmb_names) / sizeof(lmb_names[0]); i++)
-		if (strcmp(env, lmb_names[i].name) == 0)
-			return lmb_names[i].mechanism;
+	for (int m = 1; m <= lmb_mech_count(); m++)
+		if (strcmp(env, membarrier_mechanism_name(m)) == 0)
+			return m;
 	*invalid = 1;
 	return 0;
 }
@@ -135,19 +77,6 @@ static int lmb_env_signal(void)
 	if (*end != '\0' || sig < SIGRTMIN || sig > SIGRTMAX)
 		return 0;
 	return (int)sig;
-}
-
-static int lmb_try(int mechanism, int kmask, int skipped, int *sig)
-{
-	switch (mechanism) {
-	case MEMBARRIER_MECHANISM_SIGNAL:
-		*sig = lmb_signal_setup(lmb_env_signal());
-		return *sig > 0;
-	case MEMBARRIER_MECHANISM_FENCE:
-		return 1;
-	default:
-		return !skipped && lmb_try_kernel(mechanism, kmask);
-	}
 }
 
 /* QUERY, as the kernel word. */
@@ -196,7 +125,7 @@ static lmb_state_t lmb_probe(void)
 	int invalid, forced = lmb_env_mechanism(&invalid);
 	int skipped = forced == MEMBARRIER_MECHANISM_SIGNAL ||
 		      forced == MEMBARRIER_MECHANISM_FENCE;
-	int kmask, sig = 0, heavy = 0;
+	int kmask, sig = lmb_env_signal(), heavy = 0;
 	lmb_state_t st;
 
 	/*
@@ -209,13 +138,13 @@ static lmb_state_t lmb_probe(void)
 					   skipped ? LMB_K_VALID | LMB_K_UNASKED : lmb_query_word());
 	kmask = lmb_st_kmask(st);
 
-	if (forced && lmb_try(forced, kmask, skipped, &sig))
+	if (forced && lmb_mech_setup(forced, kmask, skipped, sig))
 		heavy = forced;
 	for (size_t i = 0; !heavy; i++)
-		if (lmb_try(lmb_order[i], kmask, skipped, &sig))
+		if (lmb_mech_setup(lmb_order[i], kmask, skipped, sig))
 			heavy = lmb_order[i];
 
-	/* The signal itself lives in signal.c: it can change at run time. */
+	/* The signal itself lives in sig-choose.c: it can change at run time. */
 	st.lib = LMB_L_VALID | (uint32_t)heavy;
 	if (skipped)
 		st.lib |= LMB_L_SKIPPED;
@@ -224,9 +153,9 @@ static lmb_state_t lmb_probe(void)
 	/*
 	 * Where the kernel has no PRIVATE_EXPEDITED_SYNC_CORE (and so, in
 	 * practice, no membarrier at all), the signal handler serialises the
-	 * core on the architectures where it can (signal.c).
+	 * core on the architectures where it can (sig-slot.c).
 	 */
-	if (heavy == MEMBARRIER_MECHANISM_SIGNAL && !skipped && lmb_signal_can_sync_core() &&
+	if (heavy == MEMBARRIER_MECHANISM_SIGNAL && !skipped && lmb_mech_can_sync_core() &&
 	    !(kmask & MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE))
 		st.lib |= LMB_L_SYNC_CORE;
 	/*
@@ -276,7 +205,7 @@ lmb_state_t lmb_state(void)
 	/*
 	 * First use, or a race between first users: each computes the same
 	 * answer (QUERY is pure, registration idempotent, the signal is
-	 * chosen once in signal.c) and the first compare-and-swap of each
+	 * chosen once in sig-choose.c) and the first compare-and-swap of each
 	 * word publishes it.  No lock, so this is safe from a signal handler
 	 * and after fork.  The library word is derived from the kernel word
 	 * the winner saw, and published after it.
@@ -308,7 +237,7 @@ void lmb_test_reset(void)
 #else
 __attribute__((constructor)) static void lmb_init(void)
 {
-	lmb_signal_prepare();
+	lmb_mech_prepare();
 	(void)lmb_state();
 }
 #endif
@@ -335,11 +264,11 @@ LMB_EXPORT int membarrier_get_strategy(struct membarrier_strategy *strategy,
 	s.kernel_commands = lmb_st_kmask(st);
 	s.kernel_errno = lmb_st_kerrno(st);
 	s.emulated_commands = lmb_emulated_commands(st);
-	s.library_registrations = lmb_registration(s.heavy);
+	s.library_registrations = lmb_mech_registration(s.heavy);
 	s.probe_skipped = (st.lib & LMB_L_SKIPPED) != 0;
 	s.environment_invalid = (st.lib & LMB_L_ENV_INVALID) != 0;
 	/* The signal in use now: it can change (membarrier(3)). */
-	s.signal = s.heavy == MEMBARRIER_MECHANISM_SIGNAL ? lmb_signal_current() : 0;
+	s.signal = s.heavy == MEMBARRIER_MECHANISM_SIGNAL ? lmb_mech_signal() : 0;
 	/* A newer caller's larger struct: its tail is zero, not garbage. */
 	memset(strategy, 0, size);
 	memcpy(strategy, &s, size < sizeof(s) ? size : sizeof(s));

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The mechanisms of membarrier_heavy(), one entry each: its name, whether
+ * it can serve here (and its set-up), and its barrier.  state.c chooses
+ * among them and the public entry points use the one chosen, only through
+ * this table.  Calls kernel.c and the signal mechanism's top (sig-round.c,
+ * sig-choose.c, sig-slot.c).
+ */
+#include "internal.h"
+
+#include <stddef.h>
+
+/*
+ * A kernel command that fails at run time (a seccomp filter installed
+ * after start-up, ENOMEM, a process restored onto another kernel) is
+ * replaced by the signal mechanism for that call: by then
+ * membarrier_light() may have dropped its fence, so the heavy barrier
+ * cannot fail (heavy.c).
+ */
+static int lmb_kernel_barrier(int cmd)
+{
+	if (lmb_kernel_call(cmd, 0, 0) == 0)
+		return 0;
+	return lmb_signal_heavy(0);
+}
+
+static int lmb_private_setup(int kmask, int sig)
+{
+	(void)sig;
+	/*
+	 * Registration happens here, in the constructor, while the process
+	 * is normally still single-threaded: the kernel then registers with
+	 * a plain barrier, whereas registering a multi-threaded process
+	 * waits for an RCU grace period.
+	 */
+	return (kmask & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
+	       (kmask & MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) &&
+	       lmb_sys_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+}
+
+static int lmb_private_barrier(void)
+{
+	return lmb_kernel_barrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
+}
+
+static int lmb_shared_setup(int kmask, int sig)
+{
+	(void)sig;
+	return (kmask & MEMBARRIER_CMD_SHARED_EXPEDITED) && lmb_series_signature();
+}
+
+static int lmb_shared_barrier(void)
+{
+	return lmb_kernel_barrier(MEMBARRIER_CMD_SHARED_EXPEDITED);
+}
+
+static int lmb_global_setup(int kmask, int sig)
+{
+	(void)sig;
+	return (kmask & MEMBARRIER_CMD_GLOBAL) != 0;
+}
+
+static int lmb_global_barrier(void)
+{
+	return lmb_kernel_barrier(MEMBARRIER_CMD_GLOBAL);
+}
+
+static int lmb_signal_mech_setup(int kmask, int sig)
+{
+	(void)kmask;
+	return lmb_signal_setup(sig) > 0;
+}
+
+static int lmb_signal_mech_barrier(void)
+{
+	return lmb_signal_heavy(0);
+}
+
+static int lmb_fence_setup(int kmask, int sig)
+{
+	(void)kmask;
+	(void)sig;
+	return 1;
+}
+
+/* FENCE: membarrier_light() is a fence too. */
+static int lmb_fence_barrier(void)
+{
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return 0;
+}
+
+static const struct lmb_mechanism {
+	const char *name;
+	int kernel;		/* 1: it calls membarrier(2) */
+	int registration;	/* the REGISTER command its setup issues, or 0 */
+	int (*setup)(int kmask, int sig);
+	int (*barrier)(void);
+} lmb_mechanisms[] = {
+	[MEMBARRIER_MECHANISM_PRIVATE_EXPEDITED] = {
+		"private-expedited", 1, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
+		lmb_private_setup, lmb_private_barrier },
+	[MEMBARRIER_MECHANISM_SHARED_EXPEDITED] = {
+		"shared-expedited", 1, 0, lmb_shared_setup, lmb_shared_barrier },
+	[MEMBARRIER_MECHANISM_GLOBAL] = {
+		"global", 1, 0, lmb_global_setup, lmb_global_barrier },
+	[MEMBARRIER_MECHANISM_SIGNAL] = {
+		"signal", 0, 0, lmb_signal_mech_setup, lmb_signal_mech_barrier },
+	[MEMBARRIER_MECHANISM_FENCE] = {
+		"fence", 0, 0, lmb_fence_setup, lmb_fence_barrier },
+};
+
+#define LMB_NMECH ((int)(sizeof(lmb_mechanisms) / sizeof(lmb_mechanisms[0])))
+
+static const struct lmb_mechanism *lmb_mech(int mechanism)
+{
+	if (mechanism <= 0 || mechanism >= LMB_NMECH)
+		return NULL;
+	return &lmb_mechanisms[mechanism];
+}
+
+LMB_EXPORT const char *membarrier_mechanism_name(int mechanism)
+{
+	const struct lmb_mechanism *m = lmb_mech(mechanism);
+
+	return m ? m->name : NULL;
+}
+
+int lmb_mech_count(void)
+{
+	return LMB_NMECH - 1;
+}
+
+/*
+ * Can the mechanism serve here?  kmask: the kernel's QUERY mask; skipped:
+ * the library may not call membarrier(2) (LIBMEMBARRIER_HEAVY); sig: the
+ * signal asked for (LIBMEMBARRIER_SIGNAL), or 0.
+ */
+int lmb_mech_setup(int mechanism, int kmask, int skipped, int sig)
+{
+	const struct lmb_mechanism *m = lmb_mech(mechanism);
+
+	return m && !(skipped && m->kernel) && m->setup(kmask, sig);
+}
+
+/* The mechanism's barrier: returns 0, or does not return (heavy.c). */
+int lmb_mech_barrier(int mechanism)
+{
+	const struct lmb_mechanism *m = lmb_mech(mechanism);
+
+	return m ? m->barrier() : lmb_fence_barrier();
+}
+
+int lmb_mech_registration(int mechanism)
+{
+	const struct lmb_mechanism *m = lmb_mech(mechanism);
+
+	return m ? m->registration : 0;
+}
+
+/* The emulated PRIVATE_EXPEDITED_SYNC_CORE: the signal mechanism only. */
+int lmb_mech_can_sync_core(void)
+{
+	return lmb_signal_can_sync_core();
+}
+
+int lmb_mech_sync_core(void)
+{
+	return lmb_signal_heavy(1);
+}
+
+/* The signal the signal mechanism uses now (it can change), or 0. */
+int lmb_mech_signal(void)
+{
+	return lmb_signal_current();
+}
+
+/* Start-up work that is not async-signal-safe (the constructor). */
+void lmb_mech_prepare(void)
+{
+	lmb_signal_prepare();
+}

@@ -1,0 +1,343 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * A barrier of the signal mechanism (see sig.h): list the threads, decide
+ * what each needs, signal those that must run the handler, and wait until
+ * every one is done.  The top of the mechanism: calls the other sig-*.c
+ * files, die.c and sys.c.
+ */
+#include "sig.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/futex.h>
+
+/* How long lmb_wait() polls before it sleeps: a running target on another
+ * CPU runs the handler in a few microseconds (about 8 on a 2-CPU VM). */
+#define LMB_POLL_NS 20000
+
+/*
+ * Wait in a round of lmb_round(): until a handler runs (each one moves
+ * slot->seq and wakes the owner) or for a while.  Sleeping rather than
+ * yielding leaves the CPU to a target that was preempted, on a machine
+ * with fewer CPUs than runnable threads.  Every eighth round, and after
+ * the first thousand, lmb_pause() instead (see there).  Returns 1 if a
+ * handler ran since seq was read, 0 after a timeout.
+ */
+static int lmb_wait(struct lmb_slot *slot, unsigned int seq, unsigned int round)
+{
+#if defined(__x86_64__) && defined(__ILP32__)
+	struct { long long tv_sec, tv_nsec; } ts = { 0, 0 };	/* x32 */
+#else
+	struct { long tv_sec, tv_nsec; } ts = { 0, 0 };		/* the kernel's timespec */
+#endif
+	long ret;
+
+	if (round == 0) {
+		/* A running target takes a few microseconds: poll first. */
+		int64_t t0 = lmb_now_ns();
+
+		while (__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) == seq)
+			if (lmb_now_ns() - t0 > LMB_POLL_NS)
+				return 0;
+		return 1;
+	}
+	if (round % 8 == 7 || round >= 1024) {
+		lmb_pause(round);
+		return __atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) != seq;
+	}
+	ts.tv_nsec = round < 64 ? 50000 : 200000;
+	__atomic_store_n(&slot->waiting, 1, __ATOMIC_SEQ_CST);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	ret = lmb_syscall(SYS_futex, (long)&slot->seq, FUTEX_WAIT_PRIVATE, (long)seq, (long)&ts);
+	__atomic_store_n(&slot->waiting, 0, __ATOMIC_RELAXED);
+	return ret != -ETIMEDOUT;
+}
+
+enum { LMB_DONE, LMB_SIGNAL };
+
+/*
+ * What a listed thread needs, read after the caller's fence.  strict: it
+ * must run the handler (SYNC_CORE where the scheduler does not serialise).
+ * A running thread is signalled at once; whether it is one that never runs
+ * user code (A) is asked only if its handler does not come (lmb_round).
+ */
+static int lmb_classify(long dirfd, pid_t pid, pid_t tid, int strict, int sig)
+{
+	if (!strict)
+		return lmb_off_cpu(dirfd, tid) ? LMB_DONE : LMB_SIGNAL;	/* (B) */
+	if (lmb_in_sigwait(dirfd, tid))
+		lmb_die("membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE): thread %ld "
+			"waits in sigtimedwait(), so it cannot run the handler of signal %ld",
+			tid, sig);
+	return lmb_never_user(dirfd, pid, tid) ? LMB_DONE : LMB_SIGNAL;
+}
+
+/*
+ * Should t be sent the signal?  Not a known blocker whose status shows
+ * ours already pending (it would queue a second), nor, unless strict, one
+ * that still blocks it: (B), (C) and (D) serve it.  The status read is
+ * after the caller's fence: a fine base for the context-switch count.
+ */
+static int lmb_should_send(long dirfd, struct lmb_target *t, int sig, int strict)
+{
+	struct lmb_status s;
+
+	if (lmb_blocker_find(t->tid) < 0)
+		return 1;
+	if (lmb_read_status(dirfd, t->tid, sig, &s) != 0 || !s.found) {
+		lmb_blocker_del(t->tid);
+		return 1;
+	}
+	t->have_base = 1;
+	t->base = s.switches;
+	if (s.pending || (s.blocked && !strict))
+		return 0;
+	if (!s.blocked)
+		lmb_blocker_del(t->tid);
+	return 1;
+}
+
+/* Queue the signal to t; 0, or -errno. */
+static int lmb_send(struct lmb_target *t, int sig, pid_t pid, uid_t uid, int index,
+		    int64_t start, long dirfd)
+{
+	siginfo_t info;
+	long ret;
+
+	memset(&info, 0, sizeof(info));
+	info.si_signo = sig;
+	info.si_code = SI_QUEUE;
+	info.si_pid = pid;
+	info.si_uid = uid;
+	info.si_value.sival_int = index;
+	t->sent = 1;
+	while ((ret = lmb_syscall(SYS_rt_tgsigqueueinfo, pid, t->tid, sig,
+				  (long)&info)) == -EAGAIN) {
+		/* The real-time signal queue is full. */
+		if (lmb_now_ns() - start > LMB_BLOCKED_LIMIT_NS)
+			lmb_die("membarrier_heavy: cannot queue signal %ld to thread %ld: "
+				"the real-time signal queue stayed full for 10 s", sig, t->tid);
+		lmb_pause(64);
+	}
+	if (ret == -ESRCH) {
+		t->done = 1;	/* exited: needs nothing */
+		lmb_blocker_del(t->tid);
+	} else if (ret == -EINVAL) {
+		return LMB_UNSENDABLE;	/* a valid signal: it cannot be sent here */
+	} else if (ret < 0 && lmb_never_user(dirfd, pid, t->tid)) {
+		t->done = 1;	/* never runs user code */
+	} else if (ret < 0) {
+		return (int)ret;
+	}
+	return 0;
+}
+
+/* Signal the batch in the slot and wait until each target is done.
+ * Returns 0 or -errno. */
+static int lmb_round(struct lmb_slot *slot, int index, struct lmb_target *t, int count,
+		     int sig, pid_t pid, long dirfd, int sync_core, int strict)
+{
+	unsigned int gen = __atomic_load_n(&slot->gen, __ATOMIC_RELAXED) + 1;
+	int64_t start = lmb_now_ns();
+	uid_t uid = getuid();
+
+	if (gen == 0)
+		gen = 1;
+	__atomic_store_n(&slot->count, 0, __ATOMIC_RELAXED);
+	for (int i = 0; i < count; i++) {
+		__atomic_store_n(&slot->done[i], 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&slot->tid[i], t[i].tid, __ATOMIC_RELAXED);
+	}
+	__atomic_store_n(&slot->sync_core, sync_core, __ATOMIC_RELAXED);
+	__atomic_store_n(&slot->count, count, __ATOMIC_RELAXED);
+	__atomic_store_n(&slot->gen, gen, __ATOMIC_RELEASE);
+
+	for (int i = 0; i < count; i++) {
+		int ret;
+
+		if (!lmb_should_send(dirfd, &t[i], sig, strict))
+			continue;
+		ret = lmb_send(&t[i], sig, pid, uid, index, start, dirfd);
+		if (ret < 0)
+			return ret;
+	}
+
+	for (unsigned int round = 0, check = 0;; round++) {
+		unsigned int seq = __atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE);
+		int pending = 0;
+
+		for (int i = 0; i < count; i++) {
+			struct lmb_status s;
+
+			if (t[i].done)
+				continue;
+			if (__atomic_load_n(&slot->done[i], __ATOMIC_ACQUIRE) == gen) {
+				t[i].done = 1;
+				continue;
+			}
+			pending++;
+			if (round == 4 && lmb_never_user(dirfd, pid, t[i].tid)) {
+				t[i].done = 1;	/* (A) */
+				pending--;
+				continue;
+			}
+			if (!check)
+				continue;
+			/* The application took the signal under way: start over. */
+			if (!lmb_ours(sig))
+				return -EBUSY;
+			/* No handler yet: exited, asleep, or switched out? */
+			if (lmb_syscall(SYS_tgkill, pid, t[i].tid, 0, 0) == -ESRCH ||
+			    (!strict && lmb_off_cpu(dirfd, t[i].tid))) {
+				t[i].done = 1;
+				pending--;
+				continue;
+			}
+			if (strict && lmb_now_ns() - start > LMB_BLOCKED_LIMIT_NS)
+				lmb_die("membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE): "
+					"thread %ld has not run the handler of signal %ld for 10 s "
+					"(it blocks the signal, or is stopped)", t[i].tid, sig);
+			if (round < 64 || lmb_read_status(dirfd, t[i].tid, sig, &s) != 0 || !s.found)
+				continue;
+			if (!t[i].have_base) {
+				t[i].have_base = 1;
+				t[i].base = s.switches;
+			} else if (!strict && s.switches != t[i].base) {
+				t[i].done = 1;	/* (C): through __schedule() */
+				pending--;
+				continue;
+			}
+			if (s.blocked)
+				lmb_blocker_add(t[i].tid);
+			/* Not sent (it blocked the signal), and now unblocked
+			 * with none of ours pending: send it now. */
+			if (!t[i].sent && !s.blocked && !s.pending) {
+				int ret = lmb_send(&t[i], sig, pid, uid, index, start, dirfd);
+
+				if (ret < 0)
+					return ret;
+				continue;
+			}
+			if (s.blocked && lmb_now_ns() - start > LMB_BLOCKED_LIMIT_NS)
+				lmb_die("membarrier_heavy: thread %ld runs with signal %ld blocked "
+					"and was not switched out for 10 s", t[i].tid, sig);
+		}
+		if (pending == 0)
+			return 0;
+		/* Look closer when no handler came for a while. */
+		check = !lmb_wait(slot, seq, round) || round % 16 == 15;
+	}
+}
+
+/*
+ * One barrier over the other threads with signal sig.  Returns 0, or
+ * -EBUSY (the application replaced the handler), LMB_UNSENDABLE (the
+ * signal cannot be sent here), -ESRCH (the caller is not in
+ * /proc/self/task), or another -errno (/proc unusable).
+ */
+static int lmb_signal_barrier(int sig, int sync_core)
+{
+	struct lmb_target *t;
+	pid_t pid = getpid(), self = lmb_gettid();
+	struct lmb_slot *slot;
+	struct lmb_own *own;
+	int index, ret = 0, count = 0;
+	int strict = sync_core && !LMB_SCHED_SYNCS_CORE;
+	char *list = NULL;
+	long fd, n = 0;
+
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (!lmb_ours(sig))
+		return -EBUSY;
+	slot = lmb_slot_get(&index);
+	own = &lmb_owns[index];
+	t = own->t;
+	fd = lmb_task_fd(own);
+	if (fd < 0) {
+		ret = (int)fd;
+		goto out;
+	}
+
+	n = lmb_list_threads(own, fd, pid, self, &list);
+	if (n < 0) {
+		ret = (int)n;
+		goto out;
+	}
+
+	for (long off = 0; off < n && ret == 0;) {
+		struct lmb_dirent64 *d = (struct lmb_dirent64 *)(list + off);
+		pid_t tid = lmb_entry_tid(d);
+
+		off += d->d_reclen;
+		if (tid <= 0 || tid == self ||
+		    lmb_classify(fd, pid, tid, strict, sig) == LMB_DONE)
+			continue;
+		t[count].tid = tid;
+		t[count].done = 0;
+		t[count].sent = 0;
+		t[count].have_base = 0;
+		if (++count == LMB_BATCH) {
+			ret = lmb_round(slot, index, t, count, sig, pid, fd, sync_core, strict);
+			count = 0;
+		}
+	}
+	if (count > 0 && ret == 0)
+		ret = lmb_round(slot, index, t, count, sig, pid, fd, sync_core, strict);
+
+out:
+	lmb_slot_put(slot);
+	return ret;
+}
+
+/*
+ * The barrier, never failing: a handler the application replaced makes us
+ * move to another free signal; anything else leaves no correct barrier.
+ */
+int lmb_signal_heavy(int sync_core)
+{
+	/* fstat(), sigaction(), mmap() may set errno on the way. */
+	int saved = errno;
+
+	for (;;) {
+		int sig = lmb_signal_current(), ret;
+
+		if (sig <= 0)
+			sig = lmb_signal_setup(0);
+		if (sig <= 0)
+			lmb_die("membarrier_heavy: the signal mechanism cannot work here "
+				"(no /proc/self/task listing this thread, or no free real-time "
+				"signal)", 0, 0);
+		if (sync_core)
+			lmb_serialise();
+		ret = lmb_signal_barrier(sig, sync_core);
+		if (ret == 0) {
+			errno = saved;
+			return 0;
+		}
+		if (ret == -EBUSY || ret == LMB_UNSENDABLE) {
+			/*
+			 * Taken by the application, or it cannot be sent here
+			 * (no target got it): another signal, if one is free.
+			 */
+			int next;
+
+			if (ret == LMB_UNSENDABLE)
+				lmb_mark_unsendable(sig);
+			next = lmb_install(0, sig);
+			if (next < 0)
+				lmb_die(ret == -EBUSY ?
+					"membarrier_heavy: the application took signal %ld and no "
+					"other real-time signal is free" :
+					"membarrier_heavy: signal %ld cannot be sent here and no other "
+					"real-time signal that can is free", sig, 0);
+			(void)lmb_publish(sig, next);
+			continue;
+		}
+		if (ret == -ESRCH)
+			lmb_die("membarrier_heavy: this thread (%ld) is not in /proc/self/task "
+				"(a /proc of another PID namespace?)", lmb_gettid(), 0);
+		lmb_die("membarrier_heavy: cannot list the threads in /proc/self/task "
+			"or signal them (errno %ld)", -ret, 0);
+	}
+}

@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The signal mechanism's slot table and its handler: what a barrier in
+ * progress publishes, and what the handler on each target thread does
+ * with it.  Calls only sys.c.
+ */
+#include "sig.h"
+
+#include <string.h>
+#include <linux/futex.h>
+#if defined(__x86_64__) || defined(__i386__)
+# include <cpuid.h>
+#endif
+
+struct lmb_slot lmb_slots[LMB_SLOTS];
+
+int lmb_signal_can_sync_core(void)
+{
+	return LMB_HAVE_SYNC_CORE;
+}
+
+void lmb_serialise(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	unsigned int a, b, c, d;
+
+	/* CPUID is architecturally serialising in every mode. */
+	__cpuid(0, a, b, c, d);
+	__asm__ __volatile__("" : : "r"(a), "r"(b), "r"(c), "r"(d) : "memory");
+#elif defined(__aarch64__)
+	__asm__ __volatile__("isb" : : : "memory");
+#endif
+}
+
+
+/*
+ * Not instrumented by AddressSanitizer: the signal can reach a thread
+ * that is still starting, before ASan has cleared the shadow of a stack
+ * the C library reused from an exited thread, and ASan then reports the
+ * handler's read of its own siginfo (on that stack) as a bad access.
+ */
+#if defined(__SANITIZE_ADDRESS__)
+__attribute__((no_sanitize_address))
+#endif
+void lmb_signal_handler(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)uc;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (si->si_code == SI_QUEUE && si->si_value.sival_int >= 0 &&
+	    si->si_value.sival_int < LMB_SLOTS) {
+		struct lmb_slot *slot = &lmb_slots[si->si_value.sival_int];
+		unsigned int gen = __atomic_load_n(&slot->gen, __ATOMIC_ACQUIRE);
+		int count = __atomic_load_n(&slot->count, __ATOMIC_RELAXED);
+		pid_t self = lmb_gettid();
+
+		if (__atomic_load_n(&slot->sync_core, __ATOMIC_RELAXED))
+			lmb_serialise();
+		for (int i = 0; i < count && i < LMB_BATCH; i++) {
+			unsigned int cur;
+
+			if (__atomic_load_n(&slot->tid[i], __ATOMIC_RELAXED) != self)
+				continue;
+			/* Forward only: a late handler that read an older
+			 * generation must not erase a newer one. */
+			cur = __atomic_load_n(&slot->done[i], __ATOMIC_RELAXED);
+			while ((int)(gen - cur) > 0 &&
+			       !__atomic_compare_exchange_n(&slot->done[i], &cur, gen, 1,
+							    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+				;
+		}
+		/* Wake the owner if it sleeps on seq (lmb_wait()). */
+		__atomic_fetch_add(&slot->seq, 1, __ATOMIC_SEQ_CST);
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&slot->waiting, __ATOMIC_RELAXED))
+			(void)lmb_syscall(SYS_futex, (long)&slot->seq, FUTEX_WAKE_PRIVATE, 1, 0);
+	}
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+struct lmb_slot *lmb_slot_get(int *index)
+{
+	for (;;) {
+		for (int i = 0; i < LMB_SLOTS; i++) {
+			if (!__atomic_exchange_n(&lmb_slots[i].busy, 1, __ATOMIC_ACQUIRE)) {
+				*index = i;
+				return &lmb_slots[i];
+			}
+		}
+		lmb_pause(0);
+	}
+}
+
+/* Give the slot back, for the next barrier. */
+void lmb_slot_put(struct lmb_slot *slot)
+{
+	__atomic_store_n(&slot->count, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&slot->busy, 0, __ATOMIC_RELEASE);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+/* A child of fork() has one thread: barriers other threads had under way
+ * in the parent do not exist in it. */
+void lmb_slots_reset(void)
+{
+	memset(lmb_slots, 0, sizeof(lmb_slots));
+}

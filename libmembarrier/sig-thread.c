@@ -1,0 +1,260 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * What /proc/self/task/TID tells of one thread of the process: whether it
+ * is off its CPU (B), will never run user code again (A), waits in
+ * sigtimedwait(), and its context switches and signal masks (C, D); and
+ * the table of threads seen blocking the signal.  Calls only sys.c.
+ */
+#include "sig.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+
+/*
+ * include/linux/sched.h, shown in /proc/PID/stat.  PF_KTHREAD has kept its
+ * value since 2.6; 0x10 is PF_IO_WORKER only since io threads joined the
+ * thread group (5.12): before, it was PF_VCPU, set on a KVM vCPU thread
+ * that does return to user code.  lmb_pf_never_user holds what applies to
+ * the running kernel (lmb_signal_setup()).
+ */
+#define LMB_PF_IO_WORKER 0x00000010u
+#define LMB_PF_KTHREAD	 0x00200000u
+static unsigned long lmb_pf_never_user = LMB_PF_KTHREAD;
+
+
+/* Once, at setup: what applies to the running kernel. */
+void lmb_thread_setup(void)
+{
+	if (lmb_kernel_at_least(5, 12))
+		__atomic_store_n(&lmb_pf_never_user, LMB_PF_KTHREAD | LMB_PF_IO_WORKER,
+				 __ATOMIC_RELAXED);
+}
+
+/* "TID/LEAF" in name (32 bytes), a path under /proc/self/task. */
+static void lmb_leaf_name(char *name, pid_t tid, const char *leaf)
+{
+	char digits[12];
+	int nd = 0, i = 0;
+
+	do {
+		digits[nd++] = (char)('0' + tid % 10);
+		tid /= 10;
+	} while (tid > 0);
+	while (nd > 0)
+		name[i++] = digits[--nd];
+	name[i++] = '/';
+	while (*leaf && i < 31)
+		name[i++] = *leaf++;
+	name[i] = '\0';
+}
+
+/* Read /proc/self/task/TID/LEAF (dirfd: /proc/self/task) into buf, NUL
+ * terminated; returns the length or -errno. */
+long lmb_read_leaf(long dirfd, pid_t tid, const char *leaf, char *buf, size_t size)
+{
+	char name[32];
+	long fd, n;
+
+	lmb_leaf_name(name, tid, leaf);
+	fd = lmb_syscall(SYS_openat, dirfd, (long)name, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return fd;
+	n = lmb_syscall(SYS_read, fd, (long)buf, (long)size - 1, 0);
+	(void)lmb_syscall(SYS_close, fd, 0, 0, 0);
+	if (n < 0)
+		return n;
+	buf[n] = '\0';
+	return n;
+}
+
+/* (B): asleep or stopped, and off its CPU; see the comment at the top. */
+int lmb_off_cpu(long dirfd, pid_t tid)
+{
+	char buf[96];
+	long n = lmb_read_leaf(dirfd, tid, "syscall", buf, sizeof(buf));
+
+	if (n > 0)
+		return strncmp(buf, "running", 7) != 0;
+	if (n == -ENOENT)
+		return 0;
+	/*
+	 * syscall is 0400: a process that is not dumpable (it changed
+	 * credentials, or PR_SET_DUMPABLE) cannot read its own.  wchan is
+	 * 0444, and the kernel names a wait channel only for a thread that is
+	 * asleep and off its runqueue, read under the thread's pi_lock, which
+	 * its wake-up takes too (get_wchan()); "0" otherwise, or where it
+	 * cannot name it: then the thread is signalled.
+	 */
+	n = lmb_read_leaf(dirfd, tid, "wchan", buf, sizeof(buf));
+	return n > 0 && !(buf[0] == '0' && buf[1] == '\0');
+}
+
+
+/* Is the thread asleep in sigtimedwait() (it would consume the signal
+ * if it waits for it, and never run the handler)? */
+int lmb_in_sigwait(long dirfd, pid_t tid)
+{
+	char buf[96];
+	long nr = 0;
+	const char *p = buf;
+
+	if (lmb_read_leaf(dirfd, tid, "syscall", buf, sizeof(buf)) <= 0)
+		return 0;
+	while (*p >= '0' && *p <= '9')
+		nr = nr * 10 + (*p++ - '0');
+	if (p == buf || *p != ' ')
+		return 0;
+#ifdef SYS_rt_sigtimedwait_time64
+	if (nr == SYS_rt_sigtimedwait_time64)
+		return 1;
+#endif
+#ifdef SYS_rt_sigtimedwait
+	if (nr == SYS_rt_sigtimedwait)
+		return 1;
+#endif
+	return 0;
+}
+
+/* (A): exited, a zombie, or a thread that never runs user code. */
+int lmb_never_user(long dirfd, pid_t pid, pid_t tid)
+{
+	char buf[256];
+	unsigned long flags = 0;
+	const char *p;
+	int field;
+
+	if (lmb_read_leaf(dirfd, tid, "stat", buf, sizeof(buf)) <= 0)
+		return lmb_syscall(SYS_tgkill, pid, tid, 0, 0) == -ESRCH;
+	/* "tid (comm) S ppid pgrp session tty tpgid flags ...": the name
+	 * may hold anything, the fields after the last ')' cannot. */
+	p = strrchr(buf, ')');
+	if (p == NULL || p[1] != ' ')
+		return 0;
+	p += 2;
+	if (*p == 'Z' || *p == 'X')
+		return 1;
+	for (field = 3; field < 9 && *p; p++)
+		if (*p == ' ')
+			field++;
+	while (*p >= '0' && *p <= '9')
+		flags = flags * 10 + (unsigned long)(*p++ - '0');
+	return field == 9 && (flags & __atomic_load_n(&lmb_pf_never_user, __ATOMIC_RELAXED));
+}
+
+/* Bit sig of a /proc status mask ("0000000000000200"). */
+static int lmb_mask_has(const char *hex, int sig)
+{
+	size_t len = strlen(hex), bit = (size_t)sig - 1;
+	char c;
+	int v;
+
+	if (bit / 4 >= len)
+		return 0;
+	c = hex[len - 1 - bit / 4];
+	v = c >= 'a' ? c - 'a' + 10 : c - '0';
+	return (v >> (bit % 4)) & 1;
+}
+
+/* From /proc/self/task/TID/status: the context switches and whether sig is
+ * blocked.  Read line by line: a line too long for the buffer (CPU and
+ * node masks of large machines) is skipped. */
+int lmb_read_status(long dirfd, pid_t tid, int sig, struct lmb_status *out)
+{
+	char buf[512], name[32];
+	size_t have = 0;
+	int skipping = 0, n_found = 0;
+	long fd;
+
+	lmb_leaf_name(name, tid, "status");
+	fd = lmb_syscall(SYS_openat, dirfd, (long)name, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return (int)fd;
+	memset(out, 0, sizeof(*out));
+	for (;;) {
+		long n = lmb_syscall(SYS_read, fd, (long)(buf + have), (long)(sizeof(buf) - have), 0);
+		char *line = buf, *nl;
+
+		if (n <= 0)
+			break;
+		have += (size_t)n;
+		while ((nl = memchr(line, '\n', have - (size_t)(line - buf))) != NULL) {
+			*nl = '\0';
+			if (skipping) {
+				skipping = 0;
+			} else if (strncmp(line, "SigBlk:\t", 8) == 0) {
+				out->blocked = lmb_mask_has(line + 8, sig);
+				n_found++;
+			} else if (strncmp(line, "SigPnd:\t", 8) == 0) {
+				out->pending = lmb_mask_has(line + 8, sig);
+				n_found++;
+			} else if (strncmp(line, "voluntary_ctxt_switches:\t", 25) == 0 ||
+				   strncmp(line, "nonvoluntary_ctxt_switches:\t", 28) == 0) {
+				const char *q = strchr(line, '\t') + 1;
+				unsigned long v = 0;
+
+				while (*q >= '0' && *q <= '9')
+					v = v * 10 + (unsigned long)(*q++ - '0');
+				out->switches += v;
+				n_found++;
+			}
+			line = nl + 1;
+		}
+		have -= (size_t)(line - buf);
+		memmove(buf, line, have);
+		if (have == sizeof(buf)) {
+			have = 0;	/* an overlong line: drop it */
+			skipping = 1;
+		}
+	}
+	(void)lmb_syscall(SYS_close, fd, 0, 0, 0);
+	out->found = n_found == 4;
+	return 0;
+}
+
+/*
+ * Threads seen blocking the signal.  Real-time signals queue, one per
+ * send, and only the target can take them: a thread that blocks ours
+ * would collect one per barrier, all charged to the user's
+ * RLIMIT_SIGPENDING.  A thread listed here is sent the signal only when
+ * its status shows it unblocked and none of ours pending.  Lossy: when
+ * the table is full, threads are sent the signal as before.
+ */
+#define LMB_BLOCKERS 64
+static pid_t lmb_blockers[LMB_BLOCKERS];
+
+int lmb_blocker_find(pid_t tid)
+{
+	for (int i = 0; i < LMB_BLOCKERS; i++)
+		if (__atomic_load_n(&lmb_blockers[i], __ATOMIC_RELAXED) == tid)
+			return i;
+	return -1;
+}
+
+void lmb_blocker_add(pid_t tid)
+{
+	if (lmb_blocker_find(tid) >= 0)
+		return;
+	for (int i = 0; i < LMB_BLOCKERS; i++) {
+		pid_t none = 0;
+
+		if (__atomic_compare_exchange_n(&lmb_blockers[i], &none, tid, 0,
+						__ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			return;
+	}
+}
+
+void lmb_blocker_del(pid_t tid)
+{
+	int i = lmb_blocker_find(tid);
+
+	if (i >= 0)
+		(void)__atomic_compare_exchange_n(&lmb_blockers[i], &tid, 0, 0,
+						  __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+
+/* A child of fork() has one thread. */
+void lmb_blockers_reset(void)
+{
+	memset(lmb_blockers, 0, sizeof(lmb_blockers));
+}

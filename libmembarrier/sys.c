@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The bottom layer: raw system calls, the clock and the waits, for every
+ * file above.  Calls nothing of the library's.  Each function leaves errno
+ * as it found it, so the library's internal calls are async-signal-safe.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/utsname.h>
+
+long lmb_syscall(long nr, long a, long b, long c, long d)
+{
+	int saved = errno;
+	long ret = syscall(nr, a, b, c, d);
+
+	if (ret == -1)
+		ret = -errno;
+	errno = saved;
+	return ret;
+}
+
+pid_t lmb_gettid(void)
+{
+	return (pid_t)lmb_syscall(SYS_gettid, 0, 0, 0, 0);
+}
+
+/*
+ * Waiting: the C library's sched_yield() and nanosleep() rather than raw
+ * system calls, so that tools that interpose on them see a waiting thread
+ * (ThreadSanitizer delivers pending signals only inside functions it
+ * intercepts; with raw system calls two concurrent heavy barriers would
+ * wait for each other's signals forever under it).  errno is preserved.
+ */
+void lmb_pause(unsigned int round)
+{
+	struct timespec ts = { 0, 0 };
+	int saved = errno;
+
+	if (round < 64) {
+		(void)sched_yield();
+	} else {
+		/* A slow target (preempted, sleeping in the kernel): back off. */
+		ts.tv_nsec = round < 1024 ? 20000 : 1000000;
+		(void)nanosleep(&ts, NULL);
+	}
+	errno = saved;
+}
+
+/* CLOCK_MONOTONIC in nanoseconds: 64 bits on 32-bit architectures too. */
+int64_t lmb_now_ns(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Is the running kernel's release major.minor or later?  0 when uname()
+ * fails or the release does not parse. */
+int lmb_kernel_at_least(long major, long minor)
+{
+	struct utsname u;
+	const char *p = u.release;
+	long ma = 0, mi = 0;
+
+	if (uname(&u) != 0)
+		return 0;
+	while (*p >= '0' && *p <= '9')
+		ma = ma * 10 + (*p++ - '0');
+	if (*p == '.')
+		for (p++; *p >= '0' && *p <= '9'; p++)
+			mi = mi * 10 + (*p - '0');
+	return ma > major || (ma == major && mi >= minor);
+}
