@@ -129,6 +129,7 @@ int64_t lmb_now_ns(void);
 /* Yield, then sleep a little longer as round grows. */
 void lmb_pause(unsigned int round);
 int lmb_kernel_at_least(long major, long minor);
+int lmb_kernel_at_least3(long major, long minor, long patch);
 
 /* Write "libmembarrier: WHAT" to stderr and abort() (die.c). */
 __attribute__((noreturn)) void lmb_die(const char *what, long n1, long n2);

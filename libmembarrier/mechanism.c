@@ -24,9 +24,32 @@ static int lmb_kernel_barrier(int cmd)
 	return lmb_signal_heavy(0);
 }
 
+/*
+ * On riscv64 the expedited commands were no process-wide barrier until
+ * "membarrier: riscv: Add full memory barrier in switch_mm()" (mainline
+ * 6.9, stable 6.6.51; not in 6.1.y, which Debian 12 runs): a thread
+ * switched in on a CPU after the kernel read that CPU's current mm could
+ * run user code with accesses not yet ordered after our barrier.  Without
+ * it the next mechanism serves (GLOBAL: a grace period orders every
+ * thread through its context switches).  A release string cannot show a
+ * distribution's backport: such a kernel merely gets the slower barrier.
+ * The other architectures' switch_mm() always had the barrier.
+ */
+static int lmb_mech_expedited_orders(void)
+{
+#if defined(__riscv)
+	return lmb_kernel_at_least(6, 9) ||
+	       (lmb_kernel_at_least3(6, 6, 51) && !lmb_kernel_at_least(6, 7));
+#else
+	return 1;
+#endif
+}
+
 static int lmb_private_setup(int kmask, int sig)
 {
 	(void)sig;
+	if (!lmb_mech_expedited_orders())
+		return 0;
 	/*
 	 * Registration happens here, in the constructor, while the process
 	 * is normally still single-threaded: the kernel then registers with
@@ -46,7 +69,8 @@ static int lmb_private_barrier(void)
 static int lmb_shared_setup(int kmask, int sig)
 {
 	(void)sig;
-	return (kmask & MEMBARRIER_CMD_SHARED_EXPEDITED) && lmb_series_signature();
+	return lmb_mech_expedited_orders() && (kmask & MEMBARRIER_CMD_SHARED_EXPEDITED) &&
+	       lmb_series_signature();
 }
 
 static int lmb_shared_barrier(void)

@@ -59,20 +59,35 @@ int64_t lmb_now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* Is the running kernel's release major.minor or later?  0 when uname()
- * fails or the release does not parse. */
-int lmb_kernel_at_least(long major, long minor)
+/*
+ * Is the running kernel's release major.minor.patch or later?  0 when
+ * uname() fails or the release does not parse.  A distribution's release
+ * ("6.1.0-28-amd64") says nothing of its stable patch level: callers ask
+ * for a patch level only where a wrong "no" merely costs speed.
+ */
+int lmb_kernel_at_least3(long major, long minor, long patch)
 {
 	struct utsname u;
-	const char *p = u.release;
-	long ma = 0, mi = 0;
+	const char *p;
+	long v[3] = { 0, 0, 0 }, want[3] = { major, minor, patch };
 
 	if (uname(&u) != 0)
 		return 0;
-	while (*p >= '0' && *p <= '9')
-		ma = ma * 10 + (*p++ - '0');
-	if (*p == '.')
-		for (p++; *p >= '0' && *p <= '9'; p++)
-			mi = mi * 10 + (*p - '0');
-	return ma > major || (ma == major && mi >= minor);
+	p = u.release;
+	for (int i = 0; i < 3; i++) {
+		while (*p >= '0' && *p <= '9')
+			v[i] = v[i] * 10 + (*p++ - '0');
+		if (*p++ != '.')
+			break;
+	}
+	for (int i = 0; i < 3; i++)
+		if (v[i] != want[i])
+			return v[i] > want[i];
+	return 1;
+}
+
+/* The same for major.minor. */
+int lmb_kernel_at_least(long major, long minor)
+{
+	return lmb_kernel_at_least3(major, minor, 0);
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 
 #include "membarrier.h"
 
@@ -74,6 +75,35 @@ static int requested_mechanism(void)
 	return 0;
 }
 
+/*
+ * Why the library passed over MEMBARRIER_CMD_PRIVATE_EXPEDITED on riscv64
+ * (libmembarrier/mechanism.c): before the full barrier in switch_mm()
+ * (Linux 6.9, 6.6.51) it was no process-wide barrier there.  NULL where
+ * that is not the reason.
+ */
+static const char *expedited_unsafe(struct utsname *u)
+{
+#if defined(__riscv)
+	long v[3] = { 0, 0, 0 };
+	char *p;
+
+	if (uname(u) != 0)
+		return NULL;
+	p = u->release;
+	for (int i = 0; i < 3; i++) {
+		v[i] = strtol(p, &p, 10);
+		if (*p++ != '.')
+			break;
+	}
+	if (v[0] > 6 || (v[0] == 6 && v[1] >= 9) || (v[0] == 6 && v[1] == 6 && v[2] >= 51))
+		return NULL;
+	return "its switch_mm() lacks the full barrier of Linux 6.9 and 6.6.51 on riscv64";
+#else
+	(void)u;
+	return NULL;
+#endif
+}
+
 static void usage(FILE *out)
 {
 	fprintf(out,
@@ -90,7 +120,8 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct membarrier_strategy st;
-	const char *name;
+	struct utsname uts;
+	const char *name, *why;
 	int opt, regs, requested;
 
 	while ((opt = getopt_long(argc, argv, "hV", options, NULL)) != -1) {
@@ -164,6 +195,11 @@ int main(int argc, char **argv)
 		printf(" (signal %d)", st.signal);
 	if (requested && requested != st.heavy)
 		printf(" (%s is not available here)", membarrier_mechanism_name(requested));
+	if (st.heavy != MEMBARRIER_MECHANISM_PRIVATE_EXPEDITED &&
+	    (st.kernel_commands & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
+	    (why = expedited_unsafe(&uts)) != NULL)
+		printf("\nNot used: MEMBARRIER_CMD_PRIVATE_EXPEDITED (Linux %s: %s)", uts.release,
+		       why);
 	printf("\nLight barrier: %s\n",
 	       st.light_is_fence ? "full fence (no process-wide barrier available)"
 				 : "compiler barrier");
