@@ -113,25 +113,13 @@ root_image() {
 	rm -rf --one-file-system "$new"
 }
 
-# unpack_root NAME SCHEMA DIR PACKAGE...: root_image's root in DIR.  When
-# the host's linux-libc-dev is newer than the cached root's (the -dev
-# package depends on the version it was built against), the root is
-# upgraded and the tarball replaced.
+# unpack_root NAME SCHEMA DIR PACKAGE...: root_image's root in DIR.
 unpack_root() {
-	local name=$1 schema=$2 dir=$3 need have
+	local name=$1 schema=$2 dir=$3
 	shift 3
 	root_image "$name" "$schema" "$@"
 	mkdir "$dir" && tar -C "$dir" --numeric-owner -xzf "$image" ||
 		bail "cannot unpack $image"
-	need=$(dpkg-query -W -f='${Version}' "linux-libc-dev:$arch")
-	have=$(chroot "$dir" dpkg-query -W -f='${Version}' "linux-libc-dev:$arch" 2>/dev/null)
-	if [ -n "$have" ] && dpkg --compare-versions "$have" lt "$need"; then
-		echo "# the cached root has linux-libc-dev $have, older than $need: upgrading it"
-		in_chroot "$dir" "apt-get -q update && apt-get -q -y upgrade && apt-get clean" \
-			>"$work/apt.log" 2>&1 || bail "apt-get upgrade in the root failed" "$work/apt.log"
-		tar -C "$dir" --numeric-owner -czf "$image.tmp" . && mv "$image.tmp" "$image" ||
-			bail "cannot write $image"
-	fi
 	flock -u 8
 	exec 8>&-
 }
