@@ -21,7 +21,9 @@
  *   when the kernel answered QUERY without that command.
  * - With LIBMEMBARRIER_HEAVY=signal|fence the library did not ask the
  *   kernel: QUERY asks it now (once), and any command not emulated goes
- *   to the kernel as it is.
+ *   to the kernel as it is, but for MEMBARRIER_CMD_SHARED_EXPEDITED, which
+ *   goes only to a kernel that has it and shows this project's series
+ *   (state.c): elsewhere bit 10 may mean something else.
  *
  * Async-signal-safe: no locks, no allocation, errno set only on failure.
  */
@@ -67,6 +69,15 @@ __attribute__((noinline)) static int lmb_membarrier_slow(int cmd, unsigned int f
 		default:
 			return lmb_mech_barrier(lmb_st_heavy(st));
 		}
+	}
+	if ((st.lib & LMB_L_SKIPPED) && cmd == MEMBARRIER_CMD_SHARED_EXPEDITED) {
+		/* Only to a kernel known to be ours: see lmb_query_word(). */
+		int kq = lmb_kernel_query();
+
+		if (kq < 0)
+			return lmb_fail(-kq);
+		if (!(kq & cmd))
+			return lmb_fail(EINVAL);
 	}
 	if (st.lib & LMB_L_SKIPPED)
 		return lmb_result(lmb_kernel_call(cmd, flags, cpu_id));

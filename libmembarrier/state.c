@@ -90,6 +90,14 @@ static uint32_t lmb_query_word(void)
 	 * and ENOSYS or EPERM a seccomp filter or an emulator.  Any failure
 	 * means the kernel offers nothing.
 	 */
+	/*
+	 * Bit 10 is MEMBARRIER_CMD_SHARED_EXPEDITED only on kernels with this
+	 * project's series, which shows its sysctl; a kernel without it may
+	 * give the bit another meaning, so the library neither shows it nor
+	 * passes it on there.
+	 */
+	if (ret >= 0 && (ret & MEMBARRIER_CMD_SHARED_EXPEDITED) && !lmb_series_signature())
+		ret &= ~MEMBARRIER_CMD_SHARED_EXPEDITED;
 	if (ret >= 0)
 		return LMB_K_VALID | ((uint32_t)ret & LMB_K_MASK);
 	return LMB_K_VALID | LMB_K_FAILED | ((uint32_t)-ret & 0xffff);
