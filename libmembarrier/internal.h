@@ -203,6 +203,7 @@ int lmb_mech_barrier(int mechanism);
 int lmb_mech_registration(int mechanism);
 int lmb_mech_can_sync_core(void);
 int lmb_mech_sync_core(void);
+int lmb_mech_emulate(int cmd, int ret);
 int lmb_mech_signal(void);
 void lmb_mech_prepare(void);
 

@@ -193,6 +193,37 @@ int lmb_mech_sync_core(void)
 	return lmb_signal_heavy(1);
 }
 
+/*
+ * A command the kernel advertised fails with EPERM (after the
+ * registration retry) or ENOSYS: a seccomp filter installed after
+ * start-up, or a process restored onto a kernel without its
+ * registration.  The commands the library emulates where the kernel lacks
+ * them are emulated now too, with the signal mechanism, as they would have
+ * been had the first call found the kernel so: a caller may already pair
+ * them with compiler barriers.  Returns their result, or ret unchanged
+ * (the signal mechanism cannot work here either, or cmd is another).
+ */
+int lmb_mech_emulate(int cmd, int ret)
+{
+	int sync = cmd == MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE ||
+		   cmd == MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE;
+
+	if (cmd != MEMBARRIER_CMD_PRIVATE_EXPEDITED &&
+	    cmd != MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED && !sync)
+		return ret;
+	if ((sync && !lmb_signal_can_sync_core()) ||
+	    (lmb_signal_current() <= 0 && lmb_signal_setup(0) <= 0))
+		return ret;
+	switch (cmd) {
+	case MEMBARRIER_CMD_PRIVATE_EXPEDITED:
+		return lmb_signal_heavy(0);
+	case MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE:
+		return lmb_signal_heavy(1);
+	default:
+		return 0;	/* a registration: nothing to do */
+	}
+}
+
 /* The signal the signal mechanism uses now (it can change), or 0. */
 int lmb_mech_signal(void)
 {

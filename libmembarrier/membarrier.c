@@ -8,7 +8,11 @@
  *   untouched, so bad flags get the kernel's own EINVAL.  If a private
  *   expedited command answers EPERM because the process is not (or no
  *   longer, e.g. after a CRIU restore) registered, the library registers
- *   once and retries (kernel.c).
+ *   once and retries (kernel.c).  If the kernel then still refuses one
+ *   of the commands the library would emulate without it (EPERM, or
+ *   ENOSYS: a seccomp filter installed after start-up, a process restored
+ *   onto a kernel without the registration), the library emulates it
+ *   for this call, as where the kernel never had it (mechanism.c).
  * - An emulated command (PRIVATE_EXPEDITED and its registration where the
  *   kernel lacks them; PRIVATE_EXPEDITED_SYNC_CORE and its registration
  *   where the signal mechanism can serialise cores) is served by the
@@ -42,13 +46,29 @@ static int lmb_result(int ret)
 	return ret < 0 ? lmb_fail(-ret) : ret;
 }
 
+/*
+ * A command that went to the kernel failed: after EPERM, register and
+ * retry once (kernel.c); if the kernel still refuses (EPERM, or ENOSYS
+ * from a sandbox set up after start-up) a command the library emulates
+ * elsewhere is emulated (mechanism.c); otherwise errno as the kernel's.
+ */
+__attribute__((noinline)) static int lmb_membarrier_failed(int cmd, unsigned int flags,
+							   int cpu_id, int ret)
+{
+	if (ret == -EPERM)
+		ret = lmb_kernel_retry(cmd, flags, cpu_id);
+	if ((ret == -EPERM || ret == -ENOSYS) && flags == 0)
+		ret = lmb_mech_emulate(cmd, ret);
+	return lmb_result(ret);
+}
+
 /* Everything but the common calls: see the comment at the top. */
 __attribute__((noinline)) static int lmb_membarrier_slow(int cmd, unsigned int flags,
 							 int cpu_id)
 {
 	lmb_state_t st = lmb_state();
 	int emulated = lmb_emulated_commands(st);
-	int single = cmd > 0 && (cmd & (cmd - 1)) == 0;
+	int single = cmd > 0 && (cmd & (cmd - 1)) == 0, ret;
 
 	if (cmd == MEMBARRIER_CMD_QUERY) {
 		int kq = lmb_kernel_query();
@@ -85,17 +105,8 @@ __attribute__((noinline)) static int lmb_membarrier_slow(int cmd, unsigned int f
 		return lmb_fail(lmb_st_kerrno(st));
 	if (!single || !(lmb_st_kmask(st) & cmd))
 		return lmb_fail(EINVAL);
-	return lmb_result(lmb_kernel_call(cmd, flags, cpu_id));
-}
-
-/* A command that went to the kernel from the fast path failed: after
- * EPERM, register and retry once (kernel.c); errno as the kernel's. */
-__attribute__((noinline)) static int lmb_membarrier_failed(int cmd, unsigned int flags,
-							   int cpu_id, int ret)
-{
-	if (ret == -EPERM)
-		ret = lmb_kernel_retry(cmd, flags, cpu_id);
-	return lmb_result(ret);
+	ret = lmb_sys_membarrier(cmd, flags, cpu_id);
+	return ret >= 0 ? ret : lmb_membarrier_failed(cmd, flags, cpu_id, ret);
 }
 
 /*
