@@ -183,7 +183,8 @@ int lmb_series_signature(void);
  * barrier: it returns 0 after a barrier on every thread, or does not
  * return (abort with a message) when no correct barrier is possible.
  * sync_core: also make every other thread execute a core-serialising
- * instruction (emulated PRIVATE_EXPEDITED_SYNC_CORE).
+ * instruction (emulated PRIVATE_EXPEDITED_SYNC_CORE); that one returns
+ * -EAGAIN where it cannot, never aborts.
  */
 int lmb_signal_setup(int requested);
 void lmb_signal_prepare(void);

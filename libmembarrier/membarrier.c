@@ -85,7 +85,7 @@ __attribute__((noinline)) static int lmb_membarrier_slow(int cmd, unsigned int f
 		case MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE:
 			return 0;
 		case MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE:
-			return lmb_mech_sync_core();
+			return lmb_result(lmb_mech_sync_core());
 		default:
 			return lmb_mech_barrier(lmb_st_heavy(st));
 		}

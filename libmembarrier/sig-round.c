@@ -54,7 +54,7 @@ static int lmb_wait(struct lmb_slot *slot, unsigned int seq, unsigned int round)
 	return ret != -ETIMEDOUT;
 }
 
-enum { LMB_DONE, LMB_SIGNAL };
+enum { LMB_DONE, LMB_SIGNAL, LMB_CANNOT };
 
 /*
  * What a listed thread needs, read after the caller's fence.  strict: it
@@ -62,14 +62,12 @@ enum { LMB_DONE, LMB_SIGNAL };
  * A running thread is signalled at once; whether it is one that never runs
  * user code (A) is asked only if its handler does not come (lmb_round).
  */
-static int lmb_classify(long dirfd, pid_t pid, pid_t tid, int strict, int sig)
+static int lmb_classify(long dirfd, pid_t pid, pid_t tid, int strict)
 {
 	if (!strict)
 		return lmb_off_cpu(dirfd, tid) ? LMB_DONE : LMB_SIGNAL;	/* (B) */
 	if (lmb_in_sigwait(dirfd, tid))
-		lmb_die("membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE): thread %ld "
-			"waits in sigtimedwait(), so it cannot run the handler of signal %ld",
-			tid, sig);
+		return LMB_CANNOT;	/* it would take the signal as its own */
 	return lmb_never_user(dirfd, pid, tid) ? LMB_DONE : LMB_SIGNAL;
 }
 
@@ -194,10 +192,9 @@ static int lmb_round(struct lmb_slot *slot, int index, struct lmb_target *t, int
 				pending--;
 				continue;
 			}
-			if (strict && lmb_now_ns() - start > LMB_BLOCKED_LIMIT_NS)
-				lmb_die("membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE): "
-					"thread %ld has not run the handler of signal %ld for 10 s "
-					"(it blocks the signal, or is stopped)", t[i].tid, sig);
+			/* SYNC_CORE may fail (membarrier(3)): it does, after 10 s. */
+			if (sync_core && lmb_now_ns() - start > LMB_BLOCKED_LIMIT_NS)
+				return -EAGAIN;
 			if (round < 64 || lmb_read_status(dirfd, t[i].tid, sig, &s) != 0 || !s.found)
 				continue;
 			if (!t[i].have_base) {
@@ -270,9 +267,15 @@ static int lmb_signal_barrier(int sig, int sync_core)
 		pid_t tid = lmb_entry_tid(d);
 
 		off += d->d_reclen;
-		if (tid <= 0 || tid == self ||
-		    lmb_classify(fd, pid, tid, strict, sig) == LMB_DONE)
+		if (tid <= 0 || tid == self)
 			continue;
+		switch (lmb_classify(fd, pid, tid, strict)) {
+		case LMB_DONE:
+			continue;
+		case LMB_CANNOT:
+			ret = -EAGAIN;
+			goto out;
+		}
 		t[count].tid = tid;
 		t[count].done = 0;
 		t[count].sent = 0;
@@ -291,53 +294,77 @@ out:
 }
 
 /*
- * The barrier, never failing: a handler the application replaced makes us
- * move to another free signal; anything else leaves no correct barrier.
+ * One barrier, moving to another free signal when the application took
+ * ours or it cannot be sent here (no target got it).  Returns 0, or -errno
+ * where no correct barrier is left, with *why and *n1 for lmb_die().
+ */
+static int lmb_signal_try(int sync_core, const char **why, long *n1)
+{
+	for (;;) {
+		int sig = lmb_signal_current(), ret, next;
+
+		if (sig <= 0)
+			sig = lmb_signal_setup(0);
+		if (sig <= 0) {
+			*why = "membarrier_heavy: the signal mechanism cannot work here (no "
+			       "/proc/self/task listing this thread, or no free real-time signal)";
+			return -EAGAIN;
+		}
+		if (sync_core)
+			lmb_serialise();
+		ret = lmb_signal_barrier(sig, sync_core);
+		if (ret == 0)
+			return 0;
+		*n1 = ret == -ESRCH ? lmb_gettid() : ret == -EAGAIN ? sig : -ret;
+		if (ret == -EAGAIN) {
+			*why = "membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE): a thread "
+			       "waits in sigtimedwait() or did not run the handler of signal %ld "
+			       "for 10 s";
+			return ret;
+		}
+		if (ret == -ESRCH) {
+			*why = "membarrier_heavy: this thread (%ld) is not in /proc/self/task "
+			       "(a /proc of another PID namespace?)";
+			return ret;
+		}
+		if (ret != -EBUSY && ret != LMB_UNSENDABLE) {
+			*why = "membarrier_heavy: cannot list the threads in /proc/self/task "
+			       "or signal them (errno %ld)";
+			return ret;
+		}
+		if (ret == LMB_UNSENDABLE)
+			lmb_mark_unsendable(sig);
+		next = lmb_install(0, sig);
+		if (next < 0) {
+			*n1 = sig;
+			*why = ret == -EBUSY ?
+				"membarrier_heavy: the application took signal %ld and no "
+				"other real-time signal is free" :
+				"membarrier_heavy: signal %ld cannot be sent here and no other "
+				"real-time signal that can is free";
+			return -EAGAIN;
+		}
+		(void)lmb_publish(sig, next);
+	}
+}
+
+/*
+ * The barrier.  Where no correct barrier is left, membarrier_heavy()
+ * (sync_core 0), which cannot fail, aborts with a message; the emulated
+ * PRIVATE_EXPEDITED_SYNC_CORE (sync_core 1) fails with -EAGAIN instead
+ * (membarrier(3)), as when a thread waits in sigtimedwait() (it would take
+ * our signal as its own: glibc's helper thread of timer_create() does).
  */
 int lmb_signal_heavy(int sync_core)
 {
 	/* fstat(), sigaction(), mmap() may set errno on the way. */
-	int saved = errno;
+	int saved = errno, ret;
+	const char *why = NULL;
+	long n1 = 0;
 
-	for (;;) {
-		int sig = lmb_signal_current(), ret;
-
-		if (sig <= 0)
-			sig = lmb_signal_setup(0);
-		if (sig <= 0)
-			lmb_die("membarrier_heavy: the signal mechanism cannot work here "
-				"(no /proc/self/task listing this thread, or no free real-time "
-				"signal)", 0, 0);
-		if (sync_core)
-			lmb_serialise();
-		ret = lmb_signal_barrier(sig, sync_core);
-		if (ret == 0) {
-			errno = saved;
-			return 0;
-		}
-		if (ret == -EBUSY || ret == LMB_UNSENDABLE) {
-			/*
-			 * Taken by the application, or it cannot be sent here
-			 * (no target got it): another signal, if one is free.
-			 */
-			int next;
-
-			if (ret == LMB_UNSENDABLE)
-				lmb_mark_unsendable(sig);
-			next = lmb_install(0, sig);
-			if (next < 0)
-				lmb_die(ret == -EBUSY ?
-					"membarrier_heavy: the application took signal %ld and no "
-					"other real-time signal is free" :
-					"membarrier_heavy: signal %ld cannot be sent here and no other "
-					"real-time signal that can is free", sig, 0);
-			(void)lmb_publish(sig, next);
-			continue;
-		}
-		if (ret == -ESRCH)
-			lmb_die("membarrier_heavy: this thread (%ld) is not in /proc/self/task "
-				"(a /proc of another PID namespace?)", lmb_gettid(), 0);
-		lmb_die("membarrier_heavy: cannot list the threads in /proc/self/task "
-			"or signal them (errno %ld)", -ret, 0);
-	}
+	ret = lmb_signal_try(sync_core, &why, &n1);
+	if (ret != 0 && !sync_core)
+		lmb_die(why, n1, 0);
+	errno = saved;
+	return ret == 0 ? 0 : -EAGAIN;
 }

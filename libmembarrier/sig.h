@@ -57,8 +57,9 @@
  * a system call may be a SYSRET, which does not serialise: every other live
  * thread, asleep or not, must run the handler (sleepers are woken), a
  * thread waiting in sigtimedwait() cannot (it would take the signal as its
- * own), and one that does not run it within LMB_BLOCKED_LIMIT aborts the
- * process with a message.
+ * own): it, or a thread that does not run the handler within
+ * LMB_BLOCKED_LIMIT, makes the call fail with EAGAIN (membarrier() may
+ * fail: membarrier(3)).
  *
  * The files, bottom up, each calling only the ones before it:
  *   sig-slot.c    the slot table of barriers in progress, and the handler
