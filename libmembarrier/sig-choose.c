@@ -113,7 +113,12 @@ int lmb_install(int requested, int avoid)
 		return -1;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = lmb_signal_handler;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	/*
+	 * SA_ONSTACK: on a thread with an alternate signal stack, the handler
+	 * runs there, not on a stack that may have no room and no guard page
+	 * (Go's goroutine stacks: Go requires it of every handler).
+	 */
+	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
 	sigfillset(&sa.sa_mask);
 	if (sigaction(sig, &sa, NULL) != 0)
 		return -1;
