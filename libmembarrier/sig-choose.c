@@ -19,9 +19,9 @@ static int lmb_atfork_done;
  * The real-time signals that cannot be sent here, bit sig - SIGRTMIN (at
  * most 31 of them): qemu-user (7.2) takes a handler for the emulated
  * program's two highest but has no host signal to carry them (it keeps
- * two for itself), and sending them answers EINVAL.  Found before a free
- * signal is taken (lmb_sendable()), or learnt from lmb_send(); never taken
- * again.
+ * two for itself), and sending them answers EINVAL; a sandbox may refuse
+ * tgkill() (EPERM, ENOSYS) for every signal.  Found before a free signal
+ * is taken (lmb_sendable()), or learnt from lmb_send(); never taken again.
  */
 static unsigned int lmb_unsendable;
 
@@ -60,11 +60,28 @@ static int lmb_free(int sig)
 }
 
 /*
+ * Send sig to thread tid of process pid: 0 or -errno.  The one call that
+ * both the probe below and every barrier (sig-round.c) use, so that a
+ * sandbox that refuses it is found at setup, where the library can still
+ * choose another mechanism, rather than at a barrier, where it cannot.
+ * tgkill() rather than rt_tgsigqueueinfo(): the C library's raise(),
+ * abort() and pthread_kill() need it, so a sandbox allows it; the signal
+ * carries no slot index (the handler finds its thread id, sig-slot.c).
+ */
+int lmb_send_signal(pid_t pid, pid_t tid, int sig)
+{
+	return (int)lmb_syscall(SYS_tgkill, pid, tid, sig, 0);
+}
+
+/*
  * Can the free signal sig be sent here?  It is sent to the calling thread
  * with sig blocked there (a free signal is not: lmb_free()), then taken
  * back with a sigtimedwait() that does not wait; no disposition changes,
  * as another thread may be installing one.  A thread-directed real-time
  * signal is dequeued before the process's, so exactly this one goes.
+ * Only a full real-time queue (EAGAIN, RLIMIT_SIGPENDING) passes as a
+ * failure that does not last; EINVAL (qemu-user) and a sandbox's refusal
+ * (EPERM, ENOSYS) do: the signal is never taken again.
  */
 static int lmb_sendable(int sig)
 {
@@ -79,18 +96,20 @@ static int lmb_sendable(int sig)
 	long nr = SYS_rt_sigtimedwait_time64;
 #endif
 	sigset_t one, old;
-	long ret;
+	int ret;
 
 	memset(&one, 0, sizeof(one));
 	sigaddset(&one, sig);
 	(void)lmb_syscall(SYS_rt_sigprocmask, SIG_BLOCK, (long)&one, (long)&old, _NSIG / 8);
-	ret = lmb_syscall(SYS_tgkill, getpid(), lmb_gettid(), sig, 0);
+	ret = lmb_send_signal(getpid(), lmb_gettid(), sig);
 	if (ret == 0)
 		(void)lmb_syscall(nr, (long)&one, 0, (long)&zero, _NSIG / 8);
 	(void)lmb_syscall(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, _NSIG / 8);
-	if (ret == -EINVAL)
+	if (ret != 0 && ret != -EAGAIN) {
 		lmb_mark_unsendable(sig);
-	return ret != -EINVAL;
+		return 0;
+	}
+	return 1;
 }
 
 /* Install the handler on the signal asked for, or on the highest free
@@ -113,7 +132,12 @@ int lmb_install(int requested, int avoid)
 		return -1;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = lmb_signal_handler;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	/*
+	 * SA_ONSTACK: on a thread with an alternate signal stack, the handler
+	 * runs there, not on a stack that may have no room and no guard page
+	 * (Go's goroutine stacks: Go requires it of every handler).
+	 */
+	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
 	sigfillset(&sa.sa_mask);
 	if (sigaction(sig, &sa, NULL) != 0)
 		return -1;

@@ -96,22 +96,13 @@ static int lmb_should_send(long dirfd, struct lmb_target *t, int sig, int strict
 	return 1;
 }
 
-/* Queue the signal to t; 0, or -errno. */
-static int lmb_send(struct lmb_target *t, int sig, pid_t pid, uid_t uid, int index,
-		    int64_t start, long dirfd)
+/* Queue the signal to t, with the call setup probed; 0, or -errno. */
+static int lmb_send(struct lmb_target *t, int sig, pid_t pid, int64_t start, long dirfd)
 {
-	siginfo_t info;
-	long ret;
+	int ret;
 
-	memset(&info, 0, sizeof(info));
-	info.si_signo = sig;
-	info.si_code = SI_QUEUE;
-	info.si_pid = pid;
-	info.si_uid = uid;
-	info.si_value.sival_int = index;
 	t->sent = 1;
-	while ((ret = lmb_syscall(SYS_rt_tgsigqueueinfo, pid, t->tid, sig,
-				  (long)&info)) == -EAGAIN) {
+	while ((ret = lmb_send_signal(pid, t->tid, sig)) == -EAGAIN) {
 		/* The real-time signal queue is full. */
 		if (lmb_now_ns() - start > LMB_BLOCKED_LIMIT_NS)
 			lmb_die("membarrier_heavy: cannot queue signal %ld to thread %ld: "
@@ -126,19 +117,18 @@ static int lmb_send(struct lmb_target *t, int sig, pid_t pid, uid_t uid, int ind
 	} else if (ret < 0 && lmb_never_user(dirfd, pid, t->tid)) {
 		t->done = 1;	/* never runs user code */
 	} else if (ret < 0) {
-		return (int)ret;
+		return ret;
 	}
 	return 0;
 }
 
 /* Signal the batch in the slot and wait until each target is done.
  * Returns 0 or -errno. */
-static int lmb_round(struct lmb_slot *slot, int index, struct lmb_target *t, int count,
+static int lmb_round(struct lmb_slot *slot, struct lmb_target *t, int count,
 		     int sig, pid_t pid, long dirfd, int sync_core, int strict)
 {
 	unsigned int gen = __atomic_load_n(&slot->gen, __ATOMIC_RELAXED) + 1;
 	int64_t start = lmb_now_ns();
-	uid_t uid = getuid();
 
 	if (gen == 0)
 		gen = 1;
@@ -156,7 +146,7 @@ static int lmb_round(struct lmb_slot *slot, int index, struct lmb_target *t, int
 
 		if (!lmb_should_send(dirfd, &t[i], sig, strict))
 			continue;
-		ret = lmb_send(&t[i], sig, pid, uid, index, start, dirfd);
+		ret = lmb_send(&t[i], sig, pid, start, dirfd);
 		if (ret < 0)
 			return ret;
 	}
@@ -210,7 +200,7 @@ static int lmb_round(struct lmb_slot *slot, int index, struct lmb_target *t, int
 			/* Not sent (it blocked the signal), and now unblocked
 			 * with none of ours pending: send it now. */
 			if (!t[i].sent && !s.blocked && !s.pending) {
-				int ret = lmb_send(&t[i], sig, pid, uid, index, start, dirfd);
+				int ret = lmb_send(&t[i], sig, pid, start, dirfd);
 
 				if (ret < 0)
 					return ret;
@@ -281,12 +271,12 @@ static int lmb_signal_barrier(int sig, int sync_core)
 		t[count].sent = 0;
 		t[count].have_base = 0;
 		if (++count == LMB_BATCH) {
-			ret = lmb_round(slot, index, t, count, sig, pid, fd, sync_core, strict);
+			ret = lmb_round(slot, t, count, sig, pid, fd, sync_core, strict);
 			count = 0;
 		}
 	}
 	if (count > 0 && ret == 0)
-		ret = lmb_round(slot, index, t, count, sig, pid, fd, sync_core, strict);
+		ret = lmb_round(slot, t, count, sig, pid, fd, sync_core, strict);
 
 out:
 	lmb_slot_put(slot);

@@ -14,6 +14,10 @@
 
 struct lmb_slot lmb_slots[LMB_SLOTS];
 
+/* The slots in use so far: 1 + the highest index taken (slots are taken
+ * lowest first), so that the handler looks at those only. */
+static int lmb_slots_high;
+
 int lmb_signal_can_sync_core(void)
 {
 	return LMB_HAVE_SYNC_CORE;
@@ -34,33 +38,46 @@ void lmb_serialise(void)
 
 
 /*
+ * The signal comes from tgkill(), the call that setup probed
+ * (sig-choose.c), and carries nothing: the handler finds its thread id in
+ * every slot in use and serves each barrier that lists it.  Any run of
+ * the handler is a barrier for its thread (it reads each slot's
+ * generation after the signal was sent), so one from elsewhere does no
+ * harm.
+ *
  * Not instrumented by AddressSanitizer: the signal can reach a thread
  * that is still starting, before ASan has cleared the shadow of a stack
  * the C library reused from an exited thread, and ASan then reports the
- * handler's read of its own siginfo (on that stack) as a bad access.
+ * handler's accesses to its frame (on that stack) as bad ones.
  */
 #if defined(__SANITIZE_ADDRESS__)
 __attribute__((no_sanitize_address))
 #endif
 void lmb_signal_handler(int sig, siginfo_t *si, void *uc)
 {
+	pid_t self;
+	int high;
+
 	(void)sig;
+	(void)si;
 	(void)uc;
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (si->si_code == SI_QUEUE && si->si_value.sival_int >= 0 &&
-	    si->si_value.sival_int < LMB_SLOTS) {
-		struct lmb_slot *slot = &lmb_slots[si->si_value.sival_int];
+	high = __atomic_load_n(&lmb_slots_high, __ATOMIC_ACQUIRE);
+	self = lmb_gettid();
+	for (int s = 0; s < high && s < LMB_SLOTS; s++) {
+		struct lmb_slot *slot = &lmb_slots[s];
 		unsigned int gen = __atomic_load_n(&slot->gen, __ATOMIC_ACQUIRE);
 		int count = __atomic_load_n(&slot->count, __ATOMIC_RELAXED);
-		pid_t self = lmb_gettid();
+		int mine = 0;
 
-		if (__atomic_load_n(&slot->sync_core, __ATOMIC_RELAXED))
-			lmb_serialise();
 		for (int i = 0; i < count && i < LMB_BATCH; i++) {
 			unsigned int cur;
 
 			if (__atomic_load_n(&slot->tid[i], __ATOMIC_RELAXED) != self)
 				continue;
+			if (!mine && __atomic_load_n(&slot->sync_core, __ATOMIC_RELAXED))
+				lmb_serialise();
+			mine = 1;
 			/* Forward only: a late handler that read an older
 			 * generation must not erase a newer one. */
 			cur = __atomic_load_n(&slot->done[i], __ATOMIC_RELAXED);
@@ -69,6 +86,8 @@ void lmb_signal_handler(int sig, siginfo_t *si, void *uc)
 							    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
 				;
 		}
+		if (!mine)
+			continue;
 		/* Wake the owner if it sleeps on seq (lmb_wait()). */
 		__atomic_fetch_add(&slot->seq, 1, __ATOMIC_SEQ_CST);
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -83,6 +102,14 @@ struct lmb_slot *lmb_slot_get(int *index)
 	for (;;) {
 		for (int i = 0; i < LMB_SLOTS; i++) {
 			if (!__atomic_exchange_n(&lmb_slots[i].busy, 1, __ATOMIC_ACQUIRE)) {
+				int high = __atomic_load_n(&lmb_slots_high, __ATOMIC_RELAXED);
+
+				/* Before any signal of this slot's barrier. */
+				while (high <= i &&
+				       !__atomic_compare_exchange_n(&lmb_slots_high, &high, i + 1,
+								    1, __ATOMIC_RELEASE,
+								    __ATOMIC_RELAXED))
+					;
 				*index = i;
 				return &lmb_slots[i];
 			}
@@ -104,4 +131,5 @@ void lmb_slot_put(struct lmb_slot *slot)
 void lmb_slots_reset(void)
 {
 	memset(lmb_slots, 0, sizeof(lmb_slots));
+	lmb_slots_high = 0;
 }

@@ -104,9 +104,10 @@
 #define LMB_MAX_RECLEN 32	/* a /proc/self/task entry with a 10-digit name */
 
 /*
- * A barrier in progress owns a slot.  The signal carries the slot's index
- * (never a pointer, so a stray signal cannot make the handler write
- * anywhere).  Each round of a barrier publishes a new generation with
+ * A barrier in progress owns a slot.  The signal carries nothing (it is
+ * sent with tgkill()): the handler looks for its own thread id in the
+ * slots in use, so a stray signal can make it write only where its thread
+ * is listed.  Each round of a barrier publishes a new generation with
  * release; the handler reads it with acquire, so the thread's next user
  * code is ordered after the caller's fence, and writes it back in its own
  * thread's done[] entry.  The caller counts only entries that carry the
@@ -195,6 +196,7 @@ long lmb_list_threads(struct lmb_own *own, long fd, pid_t pid, pid_t self, char 
 pid_t lmb_entry_tid(const struct lmb_dirent64 *d);
 
 /* sig-choose.c */
+int lmb_send_signal(pid_t pid, pid_t tid, int sig);
 int lmb_ours(int sig);
 int lmb_install(int requested, int avoid);
 int lmb_publish(int old, int sig);

@@ -29,15 +29,28 @@ pid_t lmb_gettid(void)
 }
 
 /*
- * Waiting: the C library's sched_yield() and nanosleep() rather than raw
- * system calls, so that tools that interpose on them see a waiting thread
- * (ThreadSanitizer delivers pending signals only inside functions it
- * intercepts; with raw system calls two concurrent heavy barriers would
- * wait for each other's signals forever under it).  errno is preserved.
+ * Waiting: a yield, then a raw clock_nanosleep(), never the C library's
+ * nanosleep(), which is a cancellation point: a thread cancelled there
+ * would leave its barrier half done and its slot taken for good (after
+ * 64 of those every barrier waits forever for a slot).  The raw system
+ * call is not one, as glibc's own "nocancel" waits are not.  (sched_yield()
+ * is no cancellation point.)  ThreadSanitizer does not see the raw sleep,
+ * but the waiting loops around it call clock_gettime() and sigaction(),
+ * which it intercepts and where it delivers the signals it held back.
+ * errno is preserved.
  */
 void lmb_pause(unsigned int round)
 {
-	struct timespec ts = { 0, 0 };
+#if defined(SYS_clock_nanosleep) && defined(__x86_64__) && defined(__ILP32__)
+	struct { long long tv_sec, tv_nsec; } ts = { 0, 0 };	/* x32 */
+	long nr = SYS_clock_nanosleep;
+#elif defined(SYS_clock_nanosleep)
+	struct { long tv_sec, tv_nsec; } ts = { 0, 0 };		/* the kernel's timespec */
+	long nr = SYS_clock_nanosleep;
+#else
+	struct { long long tv_sec, tv_nsec; } ts = { 0, 0 };	/* 32-bit, time64 only */
+	long nr = SYS_clock_nanosleep_time64;
+#endif
 	int saved = errno;
 
 	if (round < 64) {
@@ -45,7 +58,7 @@ void lmb_pause(unsigned int round)
 	} else {
 		/* A slow target (preempted, sleeping in the kernel): back off. */
 		ts.tv_nsec = round < 1024 ? 20000 : 1000000;
-		(void)nanosleep(&ts, NULL);
+		(void)lmb_syscall(nr, CLOCK_MONOTONIC, 0, (long)&ts, 0);
 	}
 	errno = saved;
 }
