@@ -74,28 +74,25 @@ static int lmb_classify(long dirfd, pid_t pid, pid_t tid, int strict, int sig)
 }
 
 /*
- * Should t be sent the signal?  Not a known blocker whose status shows
- * ours already pending (it would queue a second), nor, unless strict, one
- * that still blocks it: (B), (C) and (D) serve it.  The status read is
- * after the caller's fence: a fine base for the context-switch count.
+ * Should t be sent the signal?  Not if its status shows the signal
+ * blocked, nor ours already pending (it would queue a second): a queued
+ * real-time signal stays pending while blocked, survives execve(), and
+ * kills the next program when it unblocks it (the disposition is reset to
+ * the default).  (B), (C) and (D) serve a thread that blocks it; lmb_round()
+ * sends it the signal once its status shows it unblocked.  Strict or not:
+ * a strict barrier waits for that too.  A status that cannot be read is
+ * unknown: the thread is sent the signal.  The read is after the caller's
+ * fence: a fine base for the context-switch count.
  */
-static int lmb_should_send(long dirfd, struct lmb_target *t, int sig, int strict)
+static int lmb_should_send(long dirfd, struct lmb_target *t, int sig)
 {
 	struct lmb_status s;
 
-	if (lmb_blocker_find(t->tid) < 0)
+	if (lmb_read_status(dirfd, t->tid, sig, &s) != 0 || !s.found)
 		return 1;
-	if (lmb_read_status(dirfd, t->tid, sig, &s) != 0 || !s.found) {
-		lmb_blocker_del(t->tid);
-		return 1;
-	}
 	t->have_base = 1;
 	t->base = s.switches;
-	if (s.pending || (s.blocked && !strict))
-		return 0;
-	if (!s.blocked)
-		lmb_blocker_del(t->tid);
-	return 1;
+	return !s.pending && !s.blocked;
 }
 
 /* Queue the signal to t; 0, or -errno. */
@@ -122,7 +119,6 @@ static int lmb_send(struct lmb_target *t, int sig, pid_t pid, uid_t uid, int ind
 	}
 	if (ret == -ESRCH) {
 		t->done = 1;	/* exited: needs nothing */
-		lmb_blocker_del(t->tid);
 	} else if (ret == -EINVAL) {
 		return LMB_UNSENDABLE;	/* a valid signal: it cannot be sent here */
 	} else if (ret < 0 && lmb_never_user(dirfd, pid, t->tid)) {
@@ -156,7 +152,7 @@ static int lmb_round(struct lmb_slot *slot, int index, struct lmb_target *t, int
 	for (int i = 0; i < count; i++) {
 		int ret;
 
-		if (!lmb_should_send(dirfd, &t[i], sig, strict))
+		if (!lmb_should_send(dirfd, &t[i], sig))
 			continue;
 		ret = lmb_send(&t[i], sig, pid, uid, index, start, dirfd);
 		if (ret < 0)
@@ -208,8 +204,6 @@ static int lmb_round(struct lmb_slot *slot, int index, struct lmb_target *t, int
 				pending--;
 				continue;
 			}
-			if (s.blocked)
-				lmb_blocker_add(t[i].tid);
 			/* Not sent (it blocked the signal), and now unblocked
 			 * with none of ours pending: send it now. */
 			if (!t[i].sent && !s.blocked && !s.pending) {

@@ -2,8 +2,8 @@
 /*
  * What /proc/self/task/TID tells of one thread of the process: whether it
  * is off its CPU (B), will never run user code again (A), waits in
- * sigtimedwait(), and its context switches and signal masks (C, D); and
- * the table of threads seen blocking the signal.  Calls only sys.c.
+ * sigtimedwait(), and its context switches and signal masks (C, D).
+ * Calls only sys.c.
  */
 #include "sig.h"
 
@@ -212,49 +212,9 @@ int lmb_read_status(long dirfd, pid_t tid, int sig, struct lmb_status *out)
 	return 0;
 }
 
-/*
- * Threads seen blocking the signal.  Real-time signals queue, one per
- * send, and only the target can take them: a thread that blocks ours
- * would collect one per barrier, all charged to the user's
- * RLIMIT_SIGPENDING.  A thread listed here is sent the signal only when
- * its status shows it unblocked and none of ours pending.  Lossy: when
- * the table is full, threads are sent the signal as before.
- */
-#define LMB_BLOCKERS 64
-static pid_t lmb_blockers[LMB_BLOCKERS];
-
-int lmb_blocker_find(pid_t tid)
-{
-	for (int i = 0; i < LMB_BLOCKERS; i++)
-		if (__atomic_load_n(&lmb_blockers[i], __ATOMIC_RELAXED) == tid)
-			return i;
-	return -1;
-}
-
-void lmb_blocker_add(pid_t tid)
-{
-	if (lmb_blocker_find(tid) >= 0)
-		return;
-	for (int i = 0; i < LMB_BLOCKERS; i++) {
-		pid_t none = 0;
-
-		if (__atomic_compare_exchange_n(&lmb_blockers[i], &none, tid, 0,
-						__ATOMIC_RELAXED, __ATOMIC_RELAXED))
-			return;
-	}
-}
-
-void lmb_blocker_del(pid_t tid)
-{
-	int i = lmb_blocker_find(tid);
-
-	if (i >= 0)
-		(void)__atomic_compare_exchange_n(&lmb_blockers[i], &tid, 0, 0,
-						  __ATOMIC_RELAXED, __ATOMIC_RELAXED);
-}
-
-/* A child of fork() has one thread. */
+/* A child of fork() has one thread: what was under way in the parent's
+ * other threads does not exist in it.  (Nothing is kept per thread: a
+ * thread's status is read before each signal sent to it.) */
 void lmb_blockers_reset(void)
 {
-	memset(lmb_blockers, 0, sizeof(lmb_blockers));
 }

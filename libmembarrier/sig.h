@@ -22,7 +22,9 @@
  *     full barrier of the __schedule() that switches it back in, which
  *     follows our first fence.  It is not woken: no EINTR for sleepers.
  * (C) Any other thread (running or runnable) gets a real-time signal
- *     whose handler executes a full fence and marks the thread done.  If
+ *     whose handler executes a full fence and marks the thread done,
+ *     unless its status shows the signal blocked: a queued signal would
+ *     stay pending, survive execve() and kill the next program.  If
  *     the handler does not come, the thread is also done once it is seen
  *     asleep and off its CPU as in (B), once its context-switch count
  *     (/proc/self/task/TID/status) has moved (it went through __schedule()
@@ -180,9 +182,6 @@ int lmb_off_cpu(long dirfd, pid_t tid);
 int lmb_in_sigwait(long dirfd, pid_t tid);
 int lmb_never_user(long dirfd, pid_t pid, pid_t tid);
 int lmb_read_status(long dirfd, pid_t tid, int sig, struct lmb_status *out);
-int lmb_blocker_find(pid_t tid);
-void lmb_blocker_add(pid_t tid);
-void lmb_blocker_del(pid_t tid);
 void lmb_blockers_reset(void);
 
 /* sig-list.c */

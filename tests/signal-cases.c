@@ -34,6 +34,11 @@
  *              library aborts after 10 s with "membarrier_heavy ...
  *              blocked" on stderr.  A return without a context switch, a
  *              hang, or another death fails.
+ *   exec       a thread blocks every signal and spins while a heavy barrier
+ *              lists it, then sleeps, then execve()s this program, which
+ *              unblocks every signal and exits 0: the library must not
+ *              have queued its signal to that thread (it would survive the
+ *              exec and kill the new program on unblocking).
  *   churn      four threads issue 2000 heavy barriers at once while other
  *              threads spin, sleep, and come and go: all return 0.
  *   churn-one  one thread issues 3000 heavy barriers while three threads
@@ -533,6 +538,64 @@ static int case_spinning(void)
 	_exit(EXIT_FAILURE);
 }
 
+/* ---- exec -------------------------------------------------------------- */
+
+static const char *self_argv0;
+static int exec_go;
+
+/* Blocks every signal, spins 200 ms (running when the barrier lists it),
+ * sleeps until told, then execve()s this program with --exec-child. */
+static void *exec_thread(void *arg)
+{
+	double end;
+
+	(void)arg;
+	block_all();
+	target_tid = gettid_();
+	end = now() + 0.2;
+	__atomic_store_n(&phase, PH_SPIN, __ATOMIC_RELEASE);
+	while (now() < end)
+		;
+	__atomic_store_n(&phase, PH_SLEEP, __ATOMIC_RELEASE);
+	while (!__atomic_load_n(&exec_go, __ATOMIC_ACQUIRE))
+		sleep_ms(5);
+	test_reexec(self_argv0, "--exec-child", "-");
+	printf("# FAILED: exec: %s\n", strerror(errno));
+	_exit(EXIT_FAILURE);
+}
+
+static int case_exec(void)
+{
+	pthread_t t;
+	int ret;
+
+	child_start(20);
+	pthread_create(&t, NULL, exec_thread, NULL);
+	while (__atomic_load_n(&phase, __ATOMIC_ACQUIRE) == PH_START)
+		sched_yield();
+	ret = membarrier_heavy();
+	printf("# heavy returned %d with the blocking thread %s\n", ret,
+	       __atomic_load_n(&phase, __ATOMIC_ACQUIRE) == PH_SPIN ? "spinning" : "asleep");
+	CHECK(ret == 0, "heavy returned %d (%s)", ret, strerror(errno));
+	if (failures)
+		return EXIT_FAILURE;
+	__atomic_store_n(&exec_go, 1, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);	/* the exec ends this program */
+	return EXIT_FAILURE;
+}
+
+/* The program the exec case runs: a signal still pending kills it here. */
+static int exec_child(void)
+{
+	sigset_t none;
+
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	printf("# the exec'd program unblocked every signal and lives\n");
+	fflush(stdout);
+	return EXIT_SUCCESS;
+}
+
 /* ---- churn ------------------------------------------------------------- */
 
 static void *churn_heavy(void *arg)
@@ -616,6 +679,8 @@ static const struct tcase cases[] = {
 	  "a thread spinning with all signals blocked, then asleep: heavy returns 0 once it is switched out" },
 	{ "spinning", case_spinning, 40, 1,
 	  "a thread spinning forever with all signals blocked: heavy returns only once it was switched out, else aborts after 10 s saying why" },
+	{ "exec", case_exec, 30, 0,
+	  "a thread blocking every signal, running when listed, then execve(): the new program is not killed by the library's signal" },
 	{ "churn", case_churn, 75, 0,
 	  "2000 heavy barriers from 4 threads amid thread churn return 0" },
 	{ "churn-one", case_churn_one, 75, 0,
@@ -740,6 +805,9 @@ static void run_case(const struct tcase *c, const char *argv0)
 
 int main(int argc, char **argv)
 {
+	self_argv0 = argv[0];
+	if (argc == 3 && strcmp(argv[1], "--exec-child") == 0)
+		return exec_child();
 	if (argc == 3 && strcmp(argv[1], "--case") == 0) {
 		for (int i = 0; i < NCASES; i++)
 			if (strcmp(argv[2], cases[i].name) == 0)
