@@ -22,6 +22,9 @@
 #define LMB_PF_KTHREAD	 0x00200000u
 static unsigned long lmb_pf_never_user = LMB_PF_KTHREAD;
 
+/* Does /proc/self/task/TID/wchan read a sleeper's state under its locks
+ * (5.16 and later, see lmb_off_cpu())? */
+static int lmb_wchan_locked;
 
 /* Once, at setup: what applies to the running kernel. */
 void lmb_thread_setup(void)
@@ -29,6 +32,7 @@ void lmb_thread_setup(void)
 	if (lmb_kernel_at_least(5, 12))
 		__atomic_store_n(&lmb_pf_never_user, LMB_PF_KTHREAD | LMB_PF_IO_WORKER,
 				 __ATOMIC_RELAXED);
+	__atomic_store_n(&lmb_wchan_locked, lmb_kernel_at_least(5, 16), __ATOMIC_RELAXED);
 }
 
 /* "TID/LEAF" in name (32 bytes), a path under /proc/self/task. */
@@ -81,11 +85,17 @@ int lmb_off_cpu(long dirfd, pid_t tid)
 	/*
 	 * syscall is 0400: a process that is not dumpable (it changed
 	 * credentials, or PR_SET_DUMPABLE) cannot read its own.  wchan is
-	 * 0444, and the kernel names a wait channel only for a thread that is
-	 * asleep and off its runqueue, read under the thread's pi_lock, which
-	 * its wake-up takes too (get_wchan()); "0" otherwise, or where it
-	 * cannot name it: then the thread is signalled.
+	 * 0444, and since 5.16 the kernel names a wait channel only for a
+	 * thread that is asleep and off its runqueue, read under the thread's
+	 * pi_lock, which its wake-up takes too (get_wchan(), "sched: Fix
+	 * get_wchan()"); "0" otherwise, or where it cannot name it: then the
+	 * thread is signalled.  Before 5.16 get_wchan() took no lock and
+	 * could name the wait of a thread that had just left it without
+	 * passing through the scheduler: nothing would order its next access
+	 * after our fence.  There every such thread is signalled.
 	 */
+	if (!__atomic_load_n(&lmb_wchan_locked, __ATOMIC_RELAXED))
+		return 0;
 	n = lmb_read_leaf(dirfd, tid, "wchan", buf, sizeof(buf));
 	return n > 0 && !(buf[0] == '0' && buf[1] == '\0');
 }

@@ -18,6 +18,13 @@
  *              /proc/self/task/TID/syscall it cannot read (as root, the
  *              case first becomes uid 65534): sleepers are told by wchan.
  *              Skipped on a kernel without wchan (CONFIG_KALLSYMS=n).
+ *   old-kernel as nondumpable, on a kernel that says it is older than 5.16
+ *              (personality UNAME26, re-executed: uname() says 2.6.x),
+ *              where wchan may call a thread asleep that has just left its
+ *              wait: a thread asleep in poll() must be signalled (EINTR)
+ *              rather than trusted to wchan.  (The zombie case checks that
+ *              sleepers are not signalled where the state is reliable.)
+ *              Skipped where uname() ignores UNAME26 or there is no wchan.
  *   io-uring   an io_uring SQPOLL thread (iou-sqp-*, a kernel-run thread
  *              that never runs user handlers) is in the process: 100 heavy
  *              barriers return.  Skipped where io_uring_setup() is refused.
@@ -59,8 +66,10 @@
 #include <time.h>
 #include <unistd.h>
 #include <linux/io_uring.h>
+#include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 
 #include "tap.h"
@@ -359,20 +368,27 @@ static int case_sigwait(void)
  * and the sigwaitinfo() consumer would take its signal.  As root the case
  * first becomes nobody: root reads the file anyway.
  */
-static int case_nondumpable(void)
+
+static const char *self_argv0;
+
+/*
+ * Become not dumpable (as root, nobody first): /proc/self/task/TID/syscall
+ * must be unreadable.  0, or SKIP_STATUS (printed why) where wchan is
+ * missing too.
+ */
+static int become_nondumpable(void)
 {
 	char path[64];
 	int fd;
 
-	child_start(30);
 	if (geteuid() == 0 &&
 	    (setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0)) {
 		printf("# FAILED: cannot become uid 65534: %s\n", strerror(errno));
-		return EXIT_FAILURE;
+		exit(EXIT_FAILURE);
 	}
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
 		printf("# FAILED: PR_SET_DUMPABLE: %s\n", strerror(errno));
-		return EXIT_FAILURE;
+		exit(EXIT_FAILURE);
 	}
 	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)gettid_());
 	fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -383,10 +399,66 @@ static int case_nondumpable(void)
 	if (access(path, R_OK) != 0) {
 		printf("SKIP: no %s (a kernel without CONFIG_KALLSYMS): such a process's sleepers "
 		       "cannot be told from runners, see membarrier(3)\n", path);
+		return SKIP_STATUS;
+	}
+	return 0;
+}
+
+static int case_nondumpable(void)
+{
+	int ret;
+
+	child_start(30);
+	ret = become_nondumpable();
+	if (ret != 0) {
 		fflush(stdout);
-		_exit(SKIP_STATUS);
+		_exit(ret);
 	}
 	return sigwait_scenario();
+}
+
+/* ---- old kernel -------------------------------------------------------- */
+
+static int case_old_kernel(void)
+{
+	struct utsname u;
+	int p[2], errors, eintr, ret;
+	pthread_t t;
+
+	if (!(personality(0xffffffff) & UNAME26)) {
+		/* The library reads uname() at start-up: set it, then exec. */
+		if (personality((unsigned long)personality(0xffffffff) | UNAME26) < 0) {
+			printf("# FAILED: personality(UNAME26): %s\n", strerror(errno));
+			return EXIT_FAILURE;
+		}
+		test_reexec(self_argv0, "--case", "old-kernel");
+		printf("# FAILED: re-exec: %s\n", strerror(errno));
+		return EXIT_FAILURE;
+	}
+	child_start(20);
+	if (uname(&u) != 0 || strncmp(u.release, "2.6.", 4) != 0) {
+		printf("SKIP: uname() says %s under personality UNAME26, not 2.6.x\n", u.release);
+		return SKIP_STATUS;
+	}
+	printf("# uname() says %s\n", u.release);
+	ret = become_nondumpable();
+	if (ret != 0)
+		return ret;
+	if (pipe(p) != 0)
+		return EXIT_FAILURE;
+	pthread_create(&t, NULL, poller, &p[0]);
+	while (__atomic_load_n(&poller_tid, __ATOMIC_ACQUIRE) == 0)
+		sleep_ms(1);
+	CHECK(wait_asleep(poller_tid), "the poller never fell asleep");
+	errors = heavy_n(20);
+	eintr = __atomic_load_n(&poll_eintr, __ATOMIC_RELAXED);
+	printf("# 20 heavy barriers: the thread asleep in poll() got EINTR %d times\n", eintr);
+	CHECK(errors == 0, "%d of 20 heavy barriers failed", errors);
+	CHECK(eintr > 0, "a thread asleep was trusted to wchan before 5.16: never signalled");
+	if (write(p[1], "x", 1) != 1)
+		failures++;
+	pthread_join(t, NULL);
+	return failures ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
 /* ---- io-uring ---------------------------------------------------------- */
@@ -540,7 +612,6 @@ static int case_spinning(void)
 
 /* ---- exec -------------------------------------------------------------- */
 
-static const char *self_argv0;
 static int exec_go;
 
 /* Blocks every signal, spins 200 ms (running when the barrier lists it),
@@ -673,6 +744,8 @@ static const struct tcase cases[] = {
 	  "all signals blocked, a sigwaitinfo() consumer: heavy returns, consumer gets SIGUSR1 only" },
 	{ "nondumpable", case_nondumpable, 40, 0,
 	  "not dumpable (syscall file unreadable), a sigwaitinfo() consumer: heavy returns, consumer gets SIGUSR1 only" },
+	{ "old-kernel", case_old_kernel, 30, 0,
+	  "not dumpable, on a kernel before 5.16 (UNAME26): a thread asleep in poll() is signalled, not trusted to wchan" },
 	{ "io-uring", case_io_uring, 30, 0,
 	  "an io_uring SQPOLL thread: 100 heavy barriers return" },
 	{ "blocked", case_blocked, 30, 0,
