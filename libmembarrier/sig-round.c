@@ -165,6 +165,7 @@ static int lmb_round(struct lmb_slot *slot, int index, struct lmb_target *t, int
 
 		for (int i = 0; i < count; i++) {
 			struct lmb_status s;
+			int64_t now;
 
 			if (t[i].done)
 				continue;
@@ -213,9 +214,18 @@ static int lmb_round(struct lmb_slot *slot, int index, struct lmb_target *t, int
 					return ret;
 				continue;
 			}
-			if (s.blocked && lmb_now_ns() - start > LMB_BLOCKED_LIMIT_NS)
-				lmb_die("membarrier_heavy: thread %ld runs with signal %ld blocked "
-					"and was not switched out for 10 s", t[i].tid, sig);
+			if (!s.blocked || strict)
+				continue;
+			now = lmb_now_ns();
+			if (now - start > LMB_BLOCKED_LIMIT_NS)
+				lmb_die("membarrier_heavy: thread %ld runs with the signal blocked, "
+					"was not switched out for 10 s, and cannot be moved to another "
+					"CPU (errno %ld)", t[i].tid, -t[i].forced_err);
+			/* (D): no handler can come; make it switch. */
+			if (now - start > LMB_FORCE_NS && now - t[i].forced > LMB_FORCE_NS) {
+				t[i].forced = now;
+				t[i].forced_err = lmb_force_switch(dirfd, t[i].tid);
+			}
 		}
 		if (pending == 0)
 			return 0;
@@ -271,6 +281,8 @@ static int lmb_signal_barrier(int sig, int sync_core)
 		t[count].done = 0;
 		t[count].sent = 0;
 		t[count].have_base = 0;
+		t[count].forced = 0;
+		t[count].forced_err = 0;
 		if (++count == LMB_BATCH) {
 			ret = lmb_round(slot, index, t, count, sig, pid, fd, sync_core, strict);
 			count = 0;

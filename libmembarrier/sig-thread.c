@@ -222,9 +222,91 @@ int lmb_read_status(long dirfd, pid_t tid, int sig, struct lmb_status *out)
 	return 0;
 }
 
-/* A child of fork() has one thread: what was under way in the parent's
- * other threads does not exist in it.  (Nothing is kept per thread: a
+/*
+ * (D) Forcing the context switch a barrier needs on a thread that runs
+ * user code with the signal blocked and is not switched out: a temporary
+ * CPU-affinity set without the CPU it runs on makes the kernel migrate it.
+ * That CPU's stopper preempts it (a pass through __schedule(), counted in
+ * its context switches: (C) then finds it done), and sched_setaffinity()
+ * returns once it has moved.  The application's set, as sched_getaffinity()
+ * gave it, is restored at once.  One thread at a time (lmb_force_busy), so
+ * that two barriers cannot take each other's temporary set for the
+ * application's; static sets (up to 8192 CPUs), as the stack may be a
+ * small alternate one.
+ */
+#define LMB_SET_LONGS (1024 / sizeof(unsigned long))
+#define LMB_LONG_BITS (8 * sizeof(unsigned long))
+static int lmb_force_busy;
+static unsigned long lmb_app_set[LMB_SET_LONGS], lmb_tmp_set[LMB_SET_LONGS];
+static char lmb_stat_buf[1024];
+
+/* The CPU the thread runs on, or last ran on (stat field 39), or -1. */
+static long lmb_thread_cpu(long dirfd, pid_t tid)
+{
+	const char *p;
+	long cpu = 0;
+	int field;
+
+	if (lmb_read_leaf(dirfd, tid, "stat", lmb_stat_buf, sizeof(lmb_stat_buf)) <= 0)
+		return -1;
+	p = strrchr(lmb_stat_buf, ')');	/* as in lmb_never_user() */
+	if (p == NULL || p[1] != ' ')
+		return -1;
+	for (p += 2, field = 3; field < 39 && *p; p++)
+		if (*p == ' ')
+			field++;
+	if (field != 39 || *p < '0' || *p > '9')
+		return -1;
+	while (*p >= '0' && *p <= '9')
+		cpu = cpu * 10 + (*p++ - '0');
+	return cpu;
+}
+
+/*
+ * Move thread tid off the CPU it runs on and back: 0 once the kernel has
+ * moved it (whether that switched it out, its context-switch count
+ * tells), or -errno: -EBUSY (another barrier is moving a thread), -ENOENT
+ * (its CPU unknown), -EINVAL (no other CPU it may use: one CPU online, or
+ * a cpuset of one), -EPERM...
+ */
+int lmb_force_switch(long dirfd, pid_t tid)
+{
+	long len, cpu, ret;
+	int other = 0;
+
+	if (__atomic_exchange_n(&lmb_force_busy, 1, __ATOMIC_ACQUIRE))
+		return -EBUSY;
+	len = lmb_syscall(SYS_sched_getaffinity, tid, sizeof(lmb_app_set), (long)lmb_app_set, 0);
+	cpu = lmb_thread_cpu(dirfd, tid);
+	if (len <= 0 || len % (long)sizeof(unsigned long) != 0) {
+		ret = len < 0 ? len : -EINVAL;
+		goto out;
+	}
+	if (cpu < 0 || (unsigned long)cpu >= (unsigned long)len * 8) {
+		ret = -ENOENT;
+		goto out;
+	}
+	memcpy(lmb_tmp_set, lmb_app_set, (size_t)len);
+	lmb_tmp_set[cpu / LMB_LONG_BITS] &= ~(1UL << (cpu % LMB_LONG_BITS));
+	for (long i = 0; i < len / (long)sizeof(unsigned long); i++)
+		other |= lmb_tmp_set[i] != 0;
+	if (!other) {
+		/* Bound to that one CPU: any other, for a moment. */
+		memset(lmb_tmp_set, 0xff, (size_t)len);
+		lmb_tmp_set[cpu / LMB_LONG_BITS] &= ~(1UL << (cpu % LMB_LONG_BITS));
+	}
+	ret = lmb_syscall(SYS_sched_setaffinity, tid, len, (long)lmb_tmp_set, 0);
+	if (ret == 0)
+		(void)lmb_syscall(SYS_sched_setaffinity, tid, len, (long)lmb_app_set, 0);
+out:
+	__atomic_store_n(&lmb_force_busy, 0, __ATOMIC_RELEASE);
+	return (int)ret;
+}
+
+/* A child of fork() has one thread: a move another thread of the parent
+ * had under way does not exist in it.  (Nothing is kept per thread: a
  * thread's status is read before each signal sent to it.) */
 void lmb_blockers_reset(void)
 {
+	__atomic_store_n(&lmb_force_busy, 0, __ATOMIC_RELAXED);
 }

@@ -30,8 +30,13 @@
  *     (/proc/self/task/TID/status) has moved (it went through __schedule()
  *     after our fence), or once it has exited.
  * (D) A thread that keeps running user code with the signal blocked and
- *     is never switched out cannot be ordered from user space: after
- *     LMB_BLOCKED_LIMIT the process aborts with a message rather than
+ *     is not switched out within LMB_FORCE_NS is made to switch: a
+ *     moment's CPU affinity without the CPU it runs on makes the kernel's
+ *     stopper migrate it, through __schedule(), and its context-switch
+ *     count moves as in (C); the application's affinity is restored at
+ *     once (lmb_force_switch()).  Where that cannot be done (one CPU it
+ *     may use, EPERM) and it is still not switched out after
+ *     LMB_BLOCKED_LIMIT, the process aborts with a message rather than
  *     return without the barrier (membarrier(3)).
  *
  * The thread list: /proc/self/task, kept open.  The kernel lists a thread
@@ -102,6 +107,7 @@
 #define LMB_BATCH 64		/* threads signalled per round */
 #define LMB_BLOCKED_LIMIT 10	/* seconds, see (D) */
 #define LMB_BLOCKED_LIMIT_NS ((int64_t)LMB_BLOCKED_LIMIT * 1000000000)
+#define LMB_FORCE_NS 20000000	/* 20 ms without a switch: force one, see (D) */
 #define LMB_MAX_RECLEN 32	/* a /proc/self/task entry with a 10-digit name */
 
 /*
@@ -132,6 +138,8 @@ struct lmb_target {
 	int sent;
 	int have_base;
 	unsigned long base;	/* context switches when first looked at */
+	int forced_err;		/* the last lmb_force_switch(): 0 or -errno */
+	int64_t forced;		/* when it was tried (lmb_now_ns()), or 0 */
 };
 
 /*
@@ -182,6 +190,7 @@ int lmb_off_cpu(long dirfd, pid_t tid);
 int lmb_in_sigwait(long dirfd, pid_t tid);
 int lmb_never_user(long dirfd, pid_t pid, pid_t tid);
 int lmb_read_status(long dirfd, pid_t tid, int sig, struct lmb_status *out);
+int lmb_force_switch(long dirfd, pid_t tid);
 void lmb_blockers_reset(void);
 
 /* sig-list.c */

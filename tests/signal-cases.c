@@ -32,15 +32,13 @@
  *              a heavy barrier issued while it spins returns 0, and only
  *              once that thread was switched out (its context-switch count
  *              changed), since its handler cannot run.
- *   spinning   a thread blocks every signal and spins forever: heavy must
- *              not return without a barrier on it.  Either it returns 0
- *              once the scheduler preempted the thread (its context-switch
- *              count moved, a barrier: what happens on an ordinary kernel,
- *              where even a lone spinner is preempted within a second or
- *              so), or, where it never is (an isolated nohz_full CPU), the
- *              library aborts after 10 s with "membarrier_heavy ...
- *              blocked" on stderr.  A return without a context switch, a
- *              hang, or another death fails.
+ *   spinning   a thread blocks every signal and spins, as SCHED_FIFO where
+ *              allowed (the scheduler then leaves it alone for about a
+ *              second): heavy returns 0 within 0.5 s, only after the
+ *              thread was switched out (its context-switch count moved):
+ *              the library moves it to another CPU for a moment when no
+ *              switch comes, and restores its affinity.  (0.3.2 waited for a preemption, and aborted
+ *              after 10 s where none came.)
  *   exec       a thread blocks every signal and spins while a heavy barrier
  *              lists it, then sleeps, then execve()s this program, which
  *              unblocks every signal and exits 0: the library must not
@@ -586,28 +584,77 @@ static int case_blocked(void)
 	return failures ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
+/*
+ * Spins until told (12 s at most) with every signal blocked, on CPU 1, as
+ * SCHED_FIFO where that is allowed: then the scheduler does not preempt
+ * it for about a second (RT throttling, the fair server), and only the
+ * library's forced switch can get a barrier on it sooner.
+ */
+static int spinner_fifo;	/* 1, or the error that refused it */
+
+static void *spinning_thread(void *arg)
+{
+	struct sched_param sp = { .sched_priority = 1 };
+	double end = now() + 12;
+	int err;
+
+	(void)arg;
+	block_all();
+	pin_self(1);
+	err = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+	spinner_fifo = err == 0 ? 1 : err;
+	target_tid = gettid_();
+	__atomic_store_n(&phase, PH_SPIN, __ATOMIC_RELEASE);
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED) && now() < end)
+		;
+	return NULL;
+}
+
 static int case_spinning(void)
 {
+	struct sched_param sp = { .sched_priority = 2 }, other = { .sched_priority = 0 };
+	cpu_set_t set_before, set_after;
 	long before, after;
 	pthread_t t;
+	double t0, dt;
 	int ret;
 
 	child_start(30);
 	pin_self(0);
-	pthread_create(&t, NULL, blocked_thread, (void *)1);
+	pthread_create(&t, NULL, spinning_thread, NULL);
 	while (__atomic_load_n(&phase, __ATOMIC_ACQUIRE) == PH_START)
 		sched_yield();
+	/* Above the spinner: moved onto our CPU for a moment, it must not
+	 * keep us from moving it back. */
+	if (spinner_fifo == 1)
+		CHECK(pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) == 0,
+		      "cannot make the caller SCHED_FIFO");
+	else
+		printf("# SCHED_FIFO refused (%s): the scheduler may preempt the spinner "
+		       "before the library forces a switch; no bound on the time\n",
+		       strerror(spinner_fifo));
+	CHECK(sched_getaffinity(target_tid, sizeof(set_before), &set_before) == 0,
+	      "sched_getaffinity: %s", strerror(errno));
 	before = ctxt_switches(target_tid);
+	t0 = now();
 	ret = membarrier_heavy();
+	dt = now() - t0;
 	after = ctxt_switches(target_tid);
-	printf("# heavy returned %d; the spinning thread: %ld -> %ld context switches\n",
-	       ret, before, after);
-	fflush(stdout);
-	if (ret == 0 && before >= 0 && after > before)
-		_exit(EXIT_SUCCESS);	/* preempted: a barrier */
-	printf("# FAILED: heavy returned without a barrier on the spinning thread\n");
-	fflush(stdout);
-	_exit(EXIT_FAILURE);
+	CHECK(sched_getaffinity(target_tid, sizeof(set_after), &set_after) == 0 &&
+	      CPU_EQUAL(&set_before, &set_after),
+	      "the spinning thread's CPU affinity was not restored");
+	pthread_setschedparam(pthread_self(), SCHED_OTHER, &other);
+	printf("# heavy returned %d after %.3f s; the spinning thread (%s): %ld -> %ld "
+	       "context switches\n", ret, dt, spinner_fifo == 1 ? "SCHED_FIFO" : "SCHED_OTHER",
+	       before, after);
+	CHECK(ret == 0, "heavy returned %d", ret);
+	CHECK(before >= 0 && after > before,
+	      "heavy returned without a barrier on the spinning thread");
+	CHECK(spinner_fifo != 1 || dt < 0.5,
+	      "heavy took %.3f s: no switch forced on the spinning thread", dt);
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	pthread_join(t, NULL);
+	return failures ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
 /* ---- exec -------------------------------------------------------------- */
@@ -750,8 +797,8 @@ static const struct tcase cases[] = {
 	  "an io_uring SQPOLL thread: 100 heavy barriers return" },
 	{ "blocked", case_blocked, 30, 0,
 	  "a thread spinning with all signals blocked, then asleep: heavy returns 0 once it is switched out" },
-	{ "spinning", case_spinning, 40, 1,
-	  "a thread spinning forever with all signals blocked: heavy returns only once it was switched out, else aborts after 10 s saying why" },
+	{ "spinning", case_spinning, 40, 0,
+	  "a thread spinning (SCHED_FIFO where allowed) with all signals blocked: heavy forces a switch on it and returns 0 within 0.5 s" },
 	{ "exec", case_exec, 30, 0,
 	  "a thread blocking every signal, running when listed, then execve(): the new program is not killed by the library's signal" },
 	{ "churn", case_churn, 75, 0,
