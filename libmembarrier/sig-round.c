@@ -195,8 +195,23 @@ static int lmb_round(struct lmb_slot *slot, int index, struct lmb_target *t, int
 				lmb_die("membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE): "
 					"thread %ld has not run the handler of signal %ld for 10 s "
 					"(it blocks the signal, or is stopped)", t[i].tid, sig);
-			if (round < 64 || lmb_read_status(dirfd, t[i].tid, sig, &s) != 0 || !s.found)
+			if (round < 64)
 				continue;
+			if (lmb_read_status(dirfd, t[i].tid, sig, &s) != 0 || !s.found) {
+				/* Unknown (no descriptor, say): signal it if it
+				 * was not, and count the time. */
+				if (!t[i].sent) {
+					int ret = lmb_send(&t[i], sig, pid, uid, index, start, dirfd);
+
+					if (ret < 0)
+						return ret;
+				}
+				if (lmb_now_ns() - start > LMB_BLOCKED_LIMIT_NS)
+					lmb_die("membarrier_heavy: thread %ld has not run the handler "
+						"for 10 s, and its state cannot be read (/proc/self/"
+						"task/%ld/status)", t[i].tid, t[i].tid);
+				continue;
+			}
 			if (!t[i].have_base) {
 				t[i].have_base = 1;
 				t[i].base = s.switches;
@@ -258,6 +273,20 @@ static int lmb_signal_barrier(int sig, int sync_core)
 	own = &lmb_owns[index];
 	t = own->t;
 	fd = lmb_task_fd(own);
+	if ((fd == -EMFILE || fd == -ENFILE) && lmb_reserve_take(2)) {
+		fd = lmb_task_fd(own);	/* into the descriptor freed */
+		lmb_reserve_give();
+	}
+	if ((fd == -EMFILE || fd == -ENFILE) && index != 0) {
+		/* None left for this slot: wait for the first, which has
+		 * one (it took it from the reserve, if need be). */
+		lmb_slot_put(slot);
+		slot = lmb_slot_wait(0, LMB_BLOCKED_LIMIT_NS);
+		index = 0;
+		own = &lmb_owns[0];
+		t = own->t;
+		fd = lmb_task_fd(own);
+	}
 	if (fd < 0) {
 		ret = (int)fd;
 		goto out;

@@ -33,6 +33,7 @@ void lmb_thread_setup(void)
 		__atomic_store_n(&lmb_pf_never_user, LMB_PF_KTHREAD | LMB_PF_IO_WORKER,
 				 __ATOMIC_RELAXED);
 	__atomic_store_n(&lmb_wchan_locked, lmb_kernel_at_least(5, 16), __ATOMIC_RELAXED);
+	lmb_reserve_setup();
 }
 
 /* "TID/LEAF" in name (32 bytes), a path under /proc/self/task. */
@@ -53,19 +54,47 @@ static void lmb_leaf_name(char *name, pid_t tid, const char *leaf)
 	name[i] = '\0';
 }
 
+/*
+ * Open /proc/self/task/TID/LEAF (dirfd: /proc/self/task): the descriptor
+ * or -errno.  With none free, one of the reserve is freed for it
+ * (*borrowed), for lmb_close_leaf() to take back.
+ */
+static long lmb_open_leaf(long dirfd, pid_t tid, const char *leaf, int *borrowed)
+{
+	char name[32];
+	long fd;
+
+	lmb_leaf_name(name, tid, leaf);
+	*borrowed = 0;
+	fd = lmb_syscall(SYS_openat, dirfd, (long)name, O_RDONLY | O_CLOEXEC, 0);
+	if ((fd == -EMFILE || fd == -ENFILE) && lmb_reserve_take(1)) {
+		*borrowed = 1;
+		fd = lmb_syscall(SYS_openat, dirfd, (long)name, O_RDONLY | O_CLOEXEC, 0);
+	}
+	return fd;
+}
+
+static void lmb_close_leaf(long fd, int borrowed)
+{
+	if (fd >= 0)
+		(void)lmb_syscall(SYS_close, fd, 0, 0, 0);
+	if (borrowed)
+		lmb_reserve_give();
+}
+
 /* Read /proc/self/task/TID/LEAF (dirfd: /proc/self/task) into buf, NUL
  * terminated; returns the length or -errno. */
 long lmb_read_leaf(long dirfd, pid_t tid, const char *leaf, char *buf, size_t size)
 {
-	char name[32];
-	long fd, n;
+	int borrowed;
+	long fd = lmb_open_leaf(dirfd, tid, leaf, &borrowed), n;
 
-	lmb_leaf_name(name, tid, leaf);
-	fd = lmb_syscall(SYS_openat, dirfd, (long)name, O_RDONLY | O_CLOEXEC, 0);
-	if (fd < 0)
+	if (fd < 0) {
+		lmb_close_leaf(fd, borrowed);
 		return fd;
+	}
 	n = lmb_syscall(SYS_read, fd, (long)buf, (long)size - 1, 0);
-	(void)lmb_syscall(SYS_close, fd, 0, 0, 0);
+	lmb_close_leaf(fd, borrowed);
 	if (n < 0)
 		return n;
 	buf[n] = '\0';
@@ -171,15 +200,15 @@ static int lmb_mask_has(const char *hex, int sig)
  * node masks of large machines) is skipped. */
 int lmb_read_status(long dirfd, pid_t tid, int sig, struct lmb_status *out)
 {
-	char buf[512], name[32];
+	char buf[512];
 	size_t have = 0;
-	int skipping = 0, n_found = 0;
-	long fd;
+	int skipping = 0, n_found = 0, borrowed;
+	long fd = lmb_open_leaf(dirfd, tid, "status", &borrowed);
 
-	lmb_leaf_name(name, tid, "status");
-	fd = lmb_syscall(SYS_openat, dirfd, (long)name, O_RDONLY | O_CLOEXEC, 0);
-	if (fd < 0)
+	if (fd < 0) {
+		lmb_close_leaf(fd, borrowed);
 		return (int)fd;
+	}
 	memset(out, 0, sizeof(*out));
 	for (;;) {
 		long n = lmb_syscall(SYS_read, fd, (long)(buf + have), (long)(sizeof(buf) - have), 0);
@@ -217,7 +246,7 @@ int lmb_read_status(long dirfd, pid_t tid, int sig, struct lmb_status *out)
 			skipping = 1;
 		}
 	}
-	(void)lmb_syscall(SYS_close, fd, 0, 0, 0);
+	lmb_close_leaf(fd, borrowed);
 	out->found = n_found == 4;
 	return 0;
 }
@@ -309,4 +338,5 @@ out:
 void lmb_blockers_reset(void)
 {
 	__atomic_store_n(&lmb_force_busy, 0, __ATOMIC_RELAXED);
+	lmb_reserve_reset();
 }

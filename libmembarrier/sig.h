@@ -69,6 +69,7 @@
  *
  * The files, bottom up, each calling only the ones before it:
  *   sig-slot.c    the slot table of barriers in progress, and the handler
+ *   sig-fd.c      descriptors held in reserve for a process at its limit
  *   sig-thread.c  what /proc/self/task/TID tells of one thread
  *   sig-list.c    the listing of /proc/self/task, and whether it is ours
  *   sig-choose.c  choosing, probing and installing the signal; fork
@@ -180,8 +181,15 @@ extern struct lmb_slot lmb_slots[LMB_SLOTS];
 void lmb_signal_handler(int sig, siginfo_t *si, void *uc);
 void lmb_serialise(void);
 struct lmb_slot *lmb_slot_get(int *index);
+struct lmb_slot *lmb_slot_wait(int index, int64_t limit_ns);
 void lmb_slot_put(struct lmb_slot *slot);
 void lmb_slots_reset(void);
+
+/* sig-fd.c */
+void lmb_reserve_setup(void);
+int lmb_reserve_take(int keep);
+void lmb_reserve_give(void);
+void lmb_reserve_reset(void);
 
 /* sig-thread.c */
 void lmb_thread_setup(void);
