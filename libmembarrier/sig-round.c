@@ -72,28 +72,25 @@ static int lmb_classify(long dirfd, pid_t pid, pid_t tid, int strict)
 }
 
 /*
- * Should t be sent the signal?  Not a known blocker whose status shows
- * ours already pending (it would queue a second), nor, unless strict, one
- * that still blocks it: (B), (C) and (D) serve it.  The status read is
- * after the caller's fence: a fine base for the context-switch count.
+ * Should t be sent the signal?  Not if its status shows the signal
+ * blocked, nor ours already pending (it would queue a second): a queued
+ * real-time signal stays pending while blocked, survives execve(), and
+ * kills the next program when it unblocks it (the disposition is reset to
+ * the default).  (B), (C) and (D) serve a thread that blocks it; lmb_round()
+ * sends it the signal once its status shows it unblocked.  Strict or not:
+ * a strict barrier waits for that too.  A status that cannot be read is
+ * unknown: the thread is sent the signal.  The read is after the caller's
+ * fence: a fine base for the context-switch count.
  */
-static int lmb_should_send(long dirfd, struct lmb_target *t, int sig, int strict)
+static int lmb_should_send(long dirfd, struct lmb_target *t, int sig)
 {
 	struct lmb_status s;
 
-	if (lmb_blocker_find(t->tid) < 0)
+	if (lmb_read_status(dirfd, t->tid, sig, &s) != 0 || !s.found)
 		return 1;
-	if (lmb_read_status(dirfd, t->tid, sig, &s) != 0 || !s.found) {
-		lmb_blocker_del(t->tid);
-		return 1;
-	}
 	t->have_base = 1;
 	t->base = s.switches;
-	if (s.pending || (s.blocked && !strict))
-		return 0;
-	if (!s.blocked)
-		lmb_blocker_del(t->tid);
-	return 1;
+	return !s.pending && !s.blocked;
 }
 
 /* Queue the signal to t, with the call setup probed; 0, or -errno. */
@@ -111,7 +108,6 @@ static int lmb_send(struct lmb_target *t, int sig, pid_t pid, int64_t start, lon
 	}
 	if (ret == -ESRCH) {
 		t->done = 1;	/* exited: needs nothing */
-		lmb_blocker_del(t->tid);
 	} else if (ret == -EINVAL) {
 		return LMB_UNSENDABLE;	/* a valid signal: it cannot be sent here */
 	} else if (ret < 0 && lmb_never_user(dirfd, pid, t->tid)) {
@@ -144,7 +140,7 @@ static int lmb_round(struct lmb_slot *slot, struct lmb_target *t, int count,
 	for (int i = 0; i < count; i++) {
 		int ret;
 
-		if (!lmb_should_send(dirfd, &t[i], sig, strict))
+		if (!lmb_should_send(dirfd, &t[i], sig))
 			continue;
 		ret = lmb_send(&t[i], sig, pid, start, dirfd);
 		if (ret < 0)
@@ -157,6 +153,7 @@ static int lmb_round(struct lmb_slot *slot, struct lmb_target *t, int count,
 
 		for (int i = 0; i < count; i++) {
 			struct lmb_status s;
+			int64_t now;
 
 			if (t[i].done)
 				continue;
@@ -185,8 +182,23 @@ static int lmb_round(struct lmb_slot *slot, struct lmb_target *t, int count,
 			/* SYNC_CORE may fail (membarrier(3)): it does, after 10 s. */
 			if (sync_core && lmb_now_ns() - start > LMB_BLOCKED_LIMIT_NS)
 				return -EAGAIN;
-			if (round < 64 || lmb_read_status(dirfd, t[i].tid, sig, &s) != 0 || !s.found)
+			if (round < 64)
 				continue;
+			if (lmb_read_status(dirfd, t[i].tid, sig, &s) != 0 || !s.found) {
+				/* Unknown (no descriptor, say): signal it if it
+				 * was not, and count the time. */
+				if (!t[i].sent) {
+					int ret = lmb_send(&t[i], sig, pid, start, dirfd);
+
+					if (ret < 0)
+						return ret;
+				}
+				if (lmb_now_ns() - start > LMB_BLOCKED_LIMIT_NS)
+					lmb_die("membarrier_heavy: thread %ld has not run the handler "
+						"for 10 s, and its state cannot be read (/proc/self/"
+						"task/%ld/status)", t[i].tid, t[i].tid);
+				continue;
+			}
 			if (!t[i].have_base) {
 				t[i].have_base = 1;
 				t[i].base = s.switches;
@@ -195,8 +207,6 @@ static int lmb_round(struct lmb_slot *slot, struct lmb_target *t, int count,
 				pending--;
 				continue;
 			}
-			if (s.blocked)
-				lmb_blocker_add(t[i].tid);
 			/* Not sent (it blocked the signal), and now unblocked
 			 * with none of ours pending: send it now. */
 			if (!t[i].sent && !s.blocked && !s.pending) {
@@ -206,9 +216,18 @@ static int lmb_round(struct lmb_slot *slot, struct lmb_target *t, int count,
 					return ret;
 				continue;
 			}
-			if (s.blocked && lmb_now_ns() - start > LMB_BLOCKED_LIMIT_NS)
-				lmb_die("membarrier_heavy: thread %ld runs with signal %ld blocked "
-					"and was not switched out for 10 s", t[i].tid, sig);
+			if (!s.blocked || strict)
+				continue;
+			now = lmb_now_ns();
+			if (now - start > LMB_BLOCKED_LIMIT_NS)
+				lmb_die("membarrier_heavy: thread %ld runs with the signal blocked, "
+					"was not switched out for 10 s, and cannot be moved to another "
+					"CPU (errno %ld)", t[i].tid, -t[i].forced_err);
+			/* (D): no handler can come; make it switch. */
+			if (now - start > LMB_FORCE_NS && now - t[i].forced > LMB_FORCE_NS) {
+				t[i].forced = now;
+				t[i].forced_err = lmb_force_switch(dirfd, t[i].tid);
+			}
 		}
 		if (pending == 0)
 			return 0;
@@ -241,6 +260,20 @@ static int lmb_signal_barrier(int sig, int sync_core)
 	own = &lmb_owns[index];
 	t = own->t;
 	fd = lmb_task_fd(own);
+	if ((fd == -EMFILE || fd == -ENFILE) && lmb_reserve_take(2)) {
+		fd = lmb_task_fd(own);	/* into the descriptor freed */
+		lmb_reserve_give();
+	}
+	if ((fd == -EMFILE || fd == -ENFILE) && index != 0) {
+		/* None left for this slot: wait for the first, which has
+		 * one (it took it from the reserve, if need be). */
+		lmb_slot_put(slot);
+		slot = lmb_slot_wait(0, LMB_BLOCKED_LIMIT_NS);
+		index = 0;
+		own = &lmb_owns[0];
+		t = own->t;
+		fd = lmb_task_fd(own);
+	}
 	if (fd < 0) {
 		ret = (int)fd;
 		goto out;
@@ -270,6 +303,8 @@ static int lmb_signal_barrier(int sig, int sync_core)
 		t[count].done = 0;
 		t[count].sent = 0;
 		t[count].have_base = 0;
+		t[count].forced = 0;
+		t[count].forced_err = 0;
 		if (++count == LMB_BATCH) {
 			ret = lmb_round(slot, t, count, sig, pid, fd, sync_core, strict);
 			count = 0;

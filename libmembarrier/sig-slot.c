@@ -118,6 +118,23 @@ struct lmb_slot *lmb_slot_get(int *index)
 	}
 }
 
+/* Slot index itself, when it is free; waits up to limit_ns (its owner
+ * is a barrier, which ends within its own limits). */
+struct lmb_slot *lmb_slot_wait(int index, int64_t limit_ns)
+{
+	int64_t start = lmb_now_ns();
+
+	for (unsigned int round = 0;; round++) {
+		if (!__atomic_exchange_n(&lmb_slots[index].busy, 1, __ATOMIC_ACQUIRE))
+			return &lmb_slots[index];
+		if (lmb_now_ns() - start > limit_ns)
+			lmb_die("membarrier_heavy: no descriptor is free, and the barrier "
+				"in slot %ld that has one did not end in %ld s", index,
+				(long)(limit_ns / 1000000000));
+		lmb_pause(round < 64 ? round : 64);
+	}
+}
+
 /* Give the slot back, for the next barrier. */
 void lmb_slot_put(struct lmb_slot *slot)
 {

@@ -2,8 +2,8 @@
 /*
  * What /proc/self/task/TID tells of one thread of the process: whether it
  * is off its CPU (B), will never run user code again (A), waits in
- * sigtimedwait(), and its context switches and signal masks (C, D); and
- * the table of threads seen blocking the signal.  Calls only sys.c.
+ * sigtimedwait(), and its context switches and signal masks (C, D).
+ * Calls only sys.c.
  */
 #include "sig.h"
 
@@ -22,6 +22,9 @@
 #define LMB_PF_KTHREAD	 0x00200000u
 static unsigned long lmb_pf_never_user = LMB_PF_KTHREAD;
 
+/* Does /proc/self/task/TID/wchan read a sleeper's state under its locks
+ * (5.16 and later, see lmb_off_cpu())? */
+static int lmb_wchan_locked;
 
 /* Once, at setup: what applies to the running kernel. */
 void lmb_thread_setup(void)
@@ -29,6 +32,8 @@ void lmb_thread_setup(void)
 	if (lmb_kernel_at_least(5, 12))
 		__atomic_store_n(&lmb_pf_never_user, LMB_PF_KTHREAD | LMB_PF_IO_WORKER,
 				 __ATOMIC_RELAXED);
+	__atomic_store_n(&lmb_wchan_locked, lmb_kernel_at_least(5, 16), __ATOMIC_RELAXED);
+	lmb_reserve_setup();
 }
 
 /* "TID/LEAF" in name (32 bytes), a path under /proc/self/task. */
@@ -49,19 +54,47 @@ static void lmb_leaf_name(char *name, pid_t tid, const char *leaf)
 	name[i] = '\0';
 }
 
+/*
+ * Open /proc/self/task/TID/LEAF (dirfd: /proc/self/task): the descriptor
+ * or -errno.  With none free, one of the reserve is freed for it
+ * (*borrowed), for lmb_close_leaf() to take back.
+ */
+static long lmb_open_leaf(long dirfd, pid_t tid, const char *leaf, int *borrowed)
+{
+	char name[32];
+	long fd;
+
+	lmb_leaf_name(name, tid, leaf);
+	*borrowed = 0;
+	fd = lmb_syscall(SYS_openat, dirfd, (long)name, O_RDONLY | O_CLOEXEC, 0);
+	if ((fd == -EMFILE || fd == -ENFILE) && lmb_reserve_take(1)) {
+		*borrowed = 1;
+		fd = lmb_syscall(SYS_openat, dirfd, (long)name, O_RDONLY | O_CLOEXEC, 0);
+	}
+	return fd;
+}
+
+static void lmb_close_leaf(long fd, int borrowed)
+{
+	if (fd >= 0)
+		(void)lmb_syscall(SYS_close, fd, 0, 0, 0);
+	if (borrowed)
+		lmb_reserve_give();
+}
+
 /* Read /proc/self/task/TID/LEAF (dirfd: /proc/self/task) into buf, NUL
  * terminated; returns the length or -errno. */
 long lmb_read_leaf(long dirfd, pid_t tid, const char *leaf, char *buf, size_t size)
 {
-	char name[32];
-	long fd, n;
+	int borrowed;
+	long fd = lmb_open_leaf(dirfd, tid, leaf, &borrowed), n;
 
-	lmb_leaf_name(name, tid, leaf);
-	fd = lmb_syscall(SYS_openat, dirfd, (long)name, O_RDONLY | O_CLOEXEC, 0);
-	if (fd < 0)
+	if (fd < 0) {
+		lmb_close_leaf(fd, borrowed);
 		return fd;
+	}
 	n = lmb_syscall(SYS_read, fd, (long)buf, (long)size - 1, 0);
-	(void)lmb_syscall(SYS_close, fd, 0, 0, 0);
+	lmb_close_leaf(fd, borrowed);
 	if (n < 0)
 		return n;
 	buf[n] = '\0';
@@ -81,11 +114,17 @@ int lmb_off_cpu(long dirfd, pid_t tid)
 	/*
 	 * syscall is 0400: a process that is not dumpable (it changed
 	 * credentials, or PR_SET_DUMPABLE) cannot read its own.  wchan is
-	 * 0444, and the kernel names a wait channel only for a thread that is
-	 * asleep and off its runqueue, read under the thread's pi_lock, which
-	 * its wake-up takes too (get_wchan()); "0" otherwise, or where it
-	 * cannot name it: then the thread is signalled.
+	 * 0444, and since 5.16 the kernel names a wait channel only for a
+	 * thread that is asleep and off its runqueue, read under the thread's
+	 * pi_lock, which its wake-up takes too (get_wchan(), "sched: Fix
+	 * get_wchan()"); "0" otherwise, or where it cannot name it: then the
+	 * thread is signalled.  Before 5.16 get_wchan() took no lock and
+	 * could name the wait of a thread that had just left it without
+	 * passing through the scheduler: nothing would order its next access
+	 * after our fence.  There every such thread is signalled.
 	 */
+	if (!__atomic_load_n(&lmb_wchan_locked, __ATOMIC_RELAXED))
+		return 0;
 	n = lmb_read_leaf(dirfd, tid, "wchan", buf, sizeof(buf));
 	return n > 0 && !(buf[0] == '0' && buf[1] == '\0');
 }
@@ -161,15 +200,15 @@ static int lmb_mask_has(const char *hex, int sig)
  * node masks of large machines) is skipped. */
 int lmb_read_status(long dirfd, pid_t tid, int sig, struct lmb_status *out)
 {
-	char buf[512], name[32];
+	char buf[512];
 	size_t have = 0;
-	int skipping = 0, n_found = 0;
-	long fd;
+	int skipping = 0, n_found = 0, borrowed;
+	long fd = lmb_open_leaf(dirfd, tid, "status", &borrowed);
 
-	lmb_leaf_name(name, tid, "status");
-	fd = lmb_syscall(SYS_openat, dirfd, (long)name, O_RDONLY | O_CLOEXEC, 0);
-	if (fd < 0)
+	if (fd < 0) {
+		lmb_close_leaf(fd, borrowed);
 		return (int)fd;
+	}
 	memset(out, 0, sizeof(*out));
 	for (;;) {
 		long n = lmb_syscall(SYS_read, fd, (long)(buf + have), (long)(sizeof(buf) - have), 0);
@@ -207,54 +246,97 @@ int lmb_read_status(long dirfd, pid_t tid, int sig, struct lmb_status *out)
 			skipping = 1;
 		}
 	}
-	(void)lmb_syscall(SYS_close, fd, 0, 0, 0);
+	lmb_close_leaf(fd, borrowed);
 	out->found = n_found == 4;
 	return 0;
 }
 
 /*
- * Threads seen blocking the signal.  Real-time signals queue, one per
- * send, and only the target can take them: a thread that blocks ours
- * would collect one per barrier, all charged to the user's
- * RLIMIT_SIGPENDING.  A thread listed here is sent the signal only when
- * its status shows it unblocked and none of ours pending.  Lossy: when
- * the table is full, threads are sent the signal as before.
+ * (D) Forcing the context switch a barrier needs on a thread that runs
+ * user code with the signal blocked and is not switched out: a temporary
+ * CPU-affinity set without the CPU it runs on makes the kernel migrate it.
+ * That CPU's stopper preempts it (a pass through __schedule(), counted in
+ * its context switches: (C) then finds it done), and sched_setaffinity()
+ * returns once it has moved.  The application's set, as sched_getaffinity()
+ * gave it, is restored at once.  One thread at a time (lmb_force_busy), so
+ * that two barriers cannot take each other's temporary set for the
+ * application's; static sets (up to 8192 CPUs), as the stack may be a
+ * small alternate one.
  */
-#define LMB_BLOCKERS 64
-static pid_t lmb_blockers[LMB_BLOCKERS];
+#define LMB_SET_LONGS (1024 / sizeof(unsigned long))
+#define LMB_LONG_BITS (8 * sizeof(unsigned long))
+static int lmb_force_busy;
+static unsigned long lmb_app_set[LMB_SET_LONGS], lmb_tmp_set[LMB_SET_LONGS];
+static char lmb_stat_buf[1024];
 
-int lmb_blocker_find(pid_t tid)
+/* The CPU the thread runs on, or last ran on (stat field 39), or -1. */
+static long lmb_thread_cpu(long dirfd, pid_t tid)
 {
-	for (int i = 0; i < LMB_BLOCKERS; i++)
-		if (__atomic_load_n(&lmb_blockers[i], __ATOMIC_RELAXED) == tid)
-			return i;
-	return -1;
+	const char *p;
+	long cpu = 0;
+	int field;
+
+	if (lmb_read_leaf(dirfd, tid, "stat", lmb_stat_buf, sizeof(lmb_stat_buf)) <= 0)
+		return -1;
+	p = strrchr(lmb_stat_buf, ')');	/* as in lmb_never_user() */
+	if (p == NULL || p[1] != ' ')
+		return -1;
+	for (p += 2, field = 3; field < 39 && *p; p++)
+		if (*p == ' ')
+			field++;
+	if (field != 39 || *p < '0' || *p > '9')
+		return -1;
+	while (*p >= '0' && *p <= '9')
+		cpu = cpu * 10 + (*p++ - '0');
+	return cpu;
 }
 
-void lmb_blocker_add(pid_t tid)
+/*
+ * Move thread tid off the CPU it runs on and back: 0 once the kernel has
+ * moved it (whether that switched it out, its context-switch count
+ * tells), or -errno: -EBUSY (another barrier is moving a thread), -ENOENT
+ * (its CPU unknown), -EINVAL (no other CPU it may use: one CPU online, or
+ * a cpuset of one), -EPERM...
+ */
+int lmb_force_switch(long dirfd, pid_t tid)
 {
-	if (lmb_blocker_find(tid) >= 0)
-		return;
-	for (int i = 0; i < LMB_BLOCKERS; i++) {
-		pid_t none = 0;
+	long len, cpu, ret;
+	int other = 0;
 
-		if (__atomic_compare_exchange_n(&lmb_blockers[i], &none, tid, 0,
-						__ATOMIC_RELAXED, __ATOMIC_RELAXED))
-			return;
+	if (__atomic_exchange_n(&lmb_force_busy, 1, __ATOMIC_ACQUIRE))
+		return -EBUSY;
+	len = lmb_syscall(SYS_sched_getaffinity, tid, sizeof(lmb_app_set), (long)lmb_app_set, 0);
+	cpu = lmb_thread_cpu(dirfd, tid);
+	if (len <= 0 || len % (long)sizeof(unsigned long) != 0) {
+		ret = len < 0 ? len : -EINVAL;
+		goto out;
 	}
+	if (cpu < 0 || (unsigned long)cpu >= (unsigned long)len * 8) {
+		ret = -ENOENT;
+		goto out;
+	}
+	memcpy(lmb_tmp_set, lmb_app_set, (size_t)len);
+	lmb_tmp_set[cpu / LMB_LONG_BITS] &= ~(1UL << (cpu % LMB_LONG_BITS));
+	for (long i = 0; i < len / (long)sizeof(unsigned long); i++)
+		other |= lmb_tmp_set[i] != 0;
+	if (!other) {
+		/* Bound to that one CPU: any other, for a moment. */
+		memset(lmb_tmp_set, 0xff, (size_t)len);
+		lmb_tmp_set[cpu / LMB_LONG_BITS] &= ~(1UL << (cpu % LMB_LONG_BITS));
+	}
+	ret = lmb_syscall(SYS_sched_setaffinity, tid, len, (long)lmb_tmp_set, 0);
+	if (ret == 0)
+		(void)lmb_syscall(SYS_sched_setaffinity, tid, len, (long)lmb_app_set, 0);
+out:
+	__atomic_store_n(&lmb_force_busy, 0, __ATOMIC_RELEASE);
+	return (int)ret;
 }
 
-void lmb_blocker_del(pid_t tid)
-{
-	int i = lmb_blocker_find(tid);
-
-	if (i >= 0)
-		(void)__atomic_compare_exchange_n(&lmb_blockers[i], &tid, 0, 0,
-						  __ATOMIC_RELAXED, __ATOMIC_RELAXED);
-}
-
-/* A child of fork() has one thread. */
+/* A child of fork() has one thread: a move another thread of the parent
+ * had under way does not exist in it.  (Nothing is kept per thread: a
+ * thread's status is read before each signal sent to it.) */
 void lmb_blockers_reset(void)
 {
-	memset(lmb_blockers, 0, sizeof(lmb_blockers));
+	__atomic_store_n(&lmb_force_busy, 0, __ATOMIC_RELAXED);
+	lmb_reserve_reset();
 }

@@ -22,14 +22,21 @@
  *     full barrier of the __schedule() that switches it back in, which
  *     follows our first fence.  It is not woken: no EINTR for sleepers.
  * (C) Any other thread (running or runnable) gets a real-time signal
- *     whose handler executes a full fence and marks the thread done.  If
+ *     whose handler executes a full fence and marks the thread done,
+ *     unless its status shows the signal blocked: a queued signal would
+ *     stay pending, survive execve() and kill the next program.  If
  *     the handler does not come, the thread is also done once it is seen
  *     asleep and off its CPU as in (B), once its context-switch count
  *     (/proc/self/task/TID/status) has moved (it went through __schedule()
  *     after our fence), or once it has exited.
  * (D) A thread that keeps running user code with the signal blocked and
- *     is never switched out cannot be ordered from user space: after
- *     LMB_BLOCKED_LIMIT the process aborts with a message rather than
+ *     is not switched out within LMB_FORCE_NS is made to switch: a
+ *     moment's CPU affinity without the CPU it runs on makes the kernel's
+ *     stopper migrate it, through __schedule(), and its context-switch
+ *     count moves as in (C); the application's affinity is restored at
+ *     once (lmb_force_switch()).  Where that cannot be done (one CPU it
+ *     may use, EPERM) and it is still not switched out after
+ *     LMB_BLOCKED_LIMIT, the process aborts with a message rather than
  *     return without the barrier (membarrier(3)).
  *
  * The thread list: /proc/self/task, kept open.  The kernel lists a thread
@@ -63,6 +70,7 @@
  *
  * The files, bottom up, each calling only the ones before it:
  *   sig-slot.c    the slot table of barriers in progress, and the handler
+ *   sig-fd.c      descriptors held in reserve for a process at its limit
  *   sig-thread.c  what /proc/self/task/TID tells of one thread
  *   sig-list.c    the listing of /proc/self/task, and whether it is ours
  *   sig-choose.c  choosing, probing and installing the signal; fork
@@ -101,6 +109,7 @@
 #define LMB_BATCH 64		/* threads signalled per round */
 #define LMB_BLOCKED_LIMIT 10	/* seconds, see (D) */
 #define LMB_BLOCKED_LIMIT_NS ((int64_t)LMB_BLOCKED_LIMIT * 1000000000)
+#define LMB_FORCE_NS 20000000	/* 20 ms without a switch: force one, see (D) */
 #define LMB_MAX_RECLEN 32	/* a /proc/self/task entry with a 10-digit name */
 
 /*
@@ -132,6 +141,8 @@ struct lmb_target {
 	int sent;
 	int have_base;
 	unsigned long base;	/* context switches when first looked at */
+	int forced_err;		/* the last lmb_force_switch(): 0 or -errno */
+	int64_t forced;		/* when it was tried (lmb_now_ns()), or 0 */
 };
 
 /*
@@ -172,8 +183,15 @@ extern struct lmb_slot lmb_slots[LMB_SLOTS];
 void lmb_signal_handler(int sig, siginfo_t *si, void *uc);
 void lmb_serialise(void);
 struct lmb_slot *lmb_slot_get(int *index);
+struct lmb_slot *lmb_slot_wait(int index, int64_t limit_ns);
 void lmb_slot_put(struct lmb_slot *slot);
 void lmb_slots_reset(void);
+
+/* sig-fd.c */
+void lmb_reserve_setup(void);
+int lmb_reserve_take(int keep);
+void lmb_reserve_give(void);
+void lmb_reserve_reset(void);
 
 /* sig-thread.c */
 void lmb_thread_setup(void);
@@ -182,9 +200,7 @@ int lmb_off_cpu(long dirfd, pid_t tid);
 int lmb_in_sigwait(long dirfd, pid_t tid);
 int lmb_never_user(long dirfd, pid_t pid, pid_t tid);
 int lmb_read_status(long dirfd, pid_t tid, int sig, struct lmb_status *out);
-int lmb_blocker_find(pid_t tid);
-void lmb_blocker_add(pid_t tid);
-void lmb_blocker_del(pid_t tid);
+int lmb_force_switch(long dirfd, pid_t tid);
 void lmb_blockers_reset(void);
 
 /* sig-list.c */
