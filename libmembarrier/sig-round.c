@@ -154,6 +154,7 @@ static int lmb_round(struct lmb_slot *slot, struct lmb_target *t, int count,
 		for (int i = 0; i < count; i++) {
 			struct lmb_status s;
 			int64_t now;
+			int known;
 
 			if (t[i].done)
 				continue;
@@ -184,50 +185,46 @@ static int lmb_round(struct lmb_slot *slot, struct lmb_target *t, int count,
 				return -EAGAIN;
 			if (round < 64)
 				continue;
-			if (lmb_read_status(dirfd, t[i].tid, sig, &s) != 0 || !s.found) {
-				/* Unknown (no descriptor, say): signal it if it
-				 * was not, and count the time. */
-				if (!t[i].sent) {
-					int ret = lmb_send(&t[i], sig, pid, start, dirfd);
-
-					if (ret < 0)
-						return ret;
-				}
-				if (lmb_now_ns() - start > LMB_BLOCKED_LIMIT_NS)
-					lmb_die("membarrier_heavy: thread %ld has not run the handler "
-						"for 10 s, and its state cannot be read (/proc/self/"
-						"task/%ld/status)", t[i].tid, t[i].tid);
-				continue;
-			}
-			if (!t[i].have_base) {
+			/* Unknown where it cannot be read (no descriptor free). */
+			known = lmb_read_status(dirfd, t[i].tid, sig, &s) == 0 && s.found;
+			if (known && !t[i].have_base) {
 				t[i].have_base = 1;
 				t[i].base = s.switches;
-			} else if (!strict && s.switches != t[i].base) {
+			} else if (known && !strict && s.switches != t[i].base) {
 				t[i].done = 1;	/* (C): through __schedule() */
 				pending--;
 				continue;
 			}
 			/* Not sent (it blocked the signal), and now unblocked
-			 * with none of ours pending: send it now. */
-			if (!t[i].sent && !s.blocked && !s.pending) {
+			 * with none of ours pending, or unknown: send it now. */
+			if (!t[i].sent && (!known || (!s.blocked && !s.pending))) {
 				int ret = lmb_send(&t[i], sig, pid, start, dirfd);
 
 				if (ret < 0)
 					return ret;
 				continue;
 			}
-			if (!s.blocked || strict)
+			if (strict || (known && !s.blocked))
 				continue;
+			/* (D): no handler comes; move it between CPUs. */
 			now = lmb_now_ns();
-			if (now - start > LMB_BLOCKED_LIMIT_NS)
-				lmb_die("membarrier_heavy: thread %ld runs with the signal blocked, "
-					"was not switched out for 10 s, and cannot be moved to another "
-					"CPU (errno %ld)", t[i].tid, -t[i].forced_err);
-			/* (D): no handler can come; make it switch. */
 			if (now - start > LMB_FORCE_NS && now - t[i].forced > LMB_FORCE_NS) {
 				t[i].forced = now;
-				t[i].forced_err = lmb_force_switch(dirfd, t[i].tid);
+				t[i].forced_err = lmb_force_switch(t[i].tid);
+				if (t[i].forced_err == 0) {
+					t[i].done = 1;
+					pending--;
+					continue;
+				}
 			}
+			if (now - start > LMB_BLOCKED_LIMIT_NS)
+				lmb_die(known ?
+					"membarrier_heavy: thread %ld runs with the signal blocked, "
+					"was not switched out for 10 s, and cannot be moved between "
+					"CPUs (errno %ld)" :
+					"membarrier_heavy: thread %ld has not run the handler for 10 s, "
+					"its state cannot be read, and it cannot be moved between "
+					"CPUs (errno %ld)", t[i].tid, -t[i].forced_err);
 		}
 		if (pending == 0)
 			return 0;

@@ -252,80 +252,77 @@ int lmb_read_status(long dirfd, pid_t tid, int sig, struct lmb_status *out)
 }
 
 /*
- * (D) Forcing the context switch a barrier needs on a thread that runs
- * user code with the signal blocked and is not switched out: a temporary
- * CPU-affinity set without the CPU it runs on makes the kernel migrate it.
- * That CPU's stopper preempts it (a pass through __schedule(), counted in
- * its context switches: (C) then finds it done), and sched_setaffinity()
- * returns once it has moved.  The application's set, as sched_getaffinity()
- * gave it, is restored at once.  One thread at a time (lmb_force_busy), so
- * that two barriers cannot take each other's temporary set for the
- * application's; static sets (up to 8192 CPUs), as the stack may be a
- * small alternate one.
+ * (D) Proving a thread ordered without its handler: move it, for a moment,
+ * to one CPU a, then to another, b, then give it back the set
+ * sched_getaffinity() gave.  sched_setaffinity() works under the thread's
+ * pi_lock and runqueue lock, and a thread on its CPU (running, or on its
+ * way to sleep: on_cpu) that may not stay there is migrated by that CPU's
+ * stopper, which switches it out through __schedule(), and the call
+ * returns only once it has moved.  After the first move the thread can
+ * only be on a (or asleep); the second excludes a: so during the second
+ * call the thread was either switched out by the stopper or off its CPU
+ * under its runqueue lock, which is (B)'s argument, and does not depend
+ * on reading its state (wchan before 5.16, a status file with no
+ * descriptor free).  One move at a time (lmb_force_busy), so that two
+ * barriers cannot take each other's temporary set for the application's;
+ * static sets (up to 8192 CPUs), as the stack may be a small alternate one.
  */
 #define LMB_SET_LONGS (1024 / sizeof(unsigned long))
 #define LMB_LONG_BITS (8 * sizeof(unsigned long))
 static int lmb_force_busy;
-static unsigned long lmb_app_set[LMB_SET_LONGS], lmb_tmp_set[LMB_SET_LONGS];
-static char lmb_stat_buf[1024];
+static unsigned long lmb_app_set[LMB_SET_LONGS], lmb_one_set[LMB_SET_LONGS];
 
-/* The CPU the thread runs on, or last ran on (stat field 39), or -1. */
-static long lmb_thread_cpu(long dirfd, pid_t tid)
+/* Move tid to CPU cpu alone: 0 or -errno. */
+static long lmb_move_to(pid_t tid, long len, long cpu)
 {
-	const char *p;
-	long cpu = 0;
-	int field;
+	memset(lmb_one_set, 0, (size_t)len);
+	lmb_one_set[cpu / LMB_LONG_BITS] = 1UL << (cpu % LMB_LONG_BITS);
+	return lmb_syscall(SYS_sched_setaffinity, tid, len, (long)lmb_one_set, 0);
+}
 
-	if (lmb_read_leaf(dirfd, tid, "stat", lmb_stat_buf, sizeof(lmb_stat_buf)) <= 0)
-		return -1;
-	p = strrchr(lmb_stat_buf, ')');	/* as in lmb_never_user() */
-	if (p == NULL || p[1] != ' ')
-		return -1;
-	for (p += 2, field = 3; field < 39 && *p; p++)
-		if (*p == ' ')
-			field++;
-	if (field != 39 || *p < '0' || *p > '9')
-		return -1;
-	while (*p >= '0' && *p <= '9')
-		cpu = cpu * 10 + (*p++ - '0');
-	return cpu;
+static int lmb_in_set(const unsigned long *set, long cpu)
+{
+	return (set[cpu / LMB_LONG_BITS] >> (cpu % LMB_LONG_BITS)) & 1;
 }
 
 /*
- * Move thread tid off the CPU it runs on and back: 0 once the kernel has
- * moved it (whether that switched it out, its context-switch count
- * tells), or -errno: -EBUSY (another barrier is moving a thread), -ENOENT
- * (its CPU unknown), -EINVAL (no other CPU it may use: one CPU online, or
- * a cpuset of one), -EPERM...
+ * Make thread tid pass through the scheduler, or prove it off its CPU, as
+ * above: 0 when done, or -errno: -EBUSY (another barrier is moving a
+ * thread), -EINVAL (no second CPU it may use: one CPU online, a cpuset of
+ * one), -EPERM (other credentials)...
  */
-int lmb_force_switch(long dirfd, pid_t tid)
+int lmb_force_switch(pid_t tid)
 {
-	long len, cpu, ret;
-	int other = 0;
+	long len, ret, a = -1, b = -1, bits;
 
 	if (__atomic_exchange_n(&lmb_force_busy, 1, __ATOMIC_ACQUIRE))
 		return -EBUSY;
 	len = lmb_syscall(SYS_sched_getaffinity, tid, sizeof(lmb_app_set), (long)lmb_app_set, 0);
-	cpu = lmb_thread_cpu(dirfd, tid);
 	if (len <= 0 || len % (long)sizeof(unsigned long) != 0) {
 		ret = len < 0 ? len : -EINVAL;
 		goto out;
 	}
-	if (cpu < 0 || (unsigned long)cpu >= (unsigned long)len * 8) {
-		ret = -ENOENT;
-		goto out;
+	bits = len * 8;
+	for (long cpu = 0; cpu < bits && b < 0; cpu++)
+		if (lmb_in_set(lmb_app_set, cpu)) {
+			if (a < 0)
+				a = cpu;
+			else
+				b = cpu;
+		}
+	ret = a < 0 ? -EINVAL : lmb_move_to(tid, len, a);
+	if (ret == 0 && b >= 0) {
+		ret = lmb_move_to(tid, len, b);
+	} else if (ret == 0) {
+		/* Bound to a alone: any other CPU it may use, for a moment. */
+		ret = -EINVAL;
+		for (long cpu = 0, tries = 0; cpu < bits && tries < 64 && ret == -EINVAL; cpu++)
+			if (cpu != a) {
+				ret = lmb_move_to(tid, len, cpu);
+				tries++;
+			}
 	}
-	memcpy(lmb_tmp_set, lmb_app_set, (size_t)len);
-	lmb_tmp_set[cpu / LMB_LONG_BITS] &= ~(1UL << (cpu % LMB_LONG_BITS));
-	for (long i = 0; i < len / (long)sizeof(unsigned long); i++)
-		other |= lmb_tmp_set[i] != 0;
-	if (!other) {
-		/* Bound to that one CPU: any other, for a moment. */
-		memset(lmb_tmp_set, 0xff, (size_t)len);
-		lmb_tmp_set[cpu / LMB_LONG_BITS] &= ~(1UL << (cpu % LMB_LONG_BITS));
-	}
-	ret = lmb_syscall(SYS_sched_setaffinity, tid, len, (long)lmb_tmp_set, 0);
-	if (ret == 0)
+	if (a >= 0)
 		(void)lmb_syscall(SYS_sched_setaffinity, tid, len, (long)lmb_app_set, 0);
 out:
 	__atomic_store_n(&lmb_force_busy, 0, __ATOMIC_RELEASE);

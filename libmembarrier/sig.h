@@ -29,15 +29,15 @@
  *     asleep and off its CPU as in (B), once its context-switch count
  *     (/proc/self/task/TID/status) has moved (it went through __schedule()
  *     after our fence), or once it has exited.
- * (D) A thread that keeps running user code with the signal blocked and
- *     is not switched out within LMB_FORCE_NS is made to switch: a
- *     moment's CPU affinity without the CPU it runs on makes the kernel's
- *     stopper migrate it, through __schedule(), and its context-switch
- *     count moves as in (C); the application's affinity is restored at
- *     once (lmb_force_switch()).  Where that cannot be done (one CPU it
- *     may use, EPERM) and it is still not switched out after
- *     LMB_BLOCKED_LIMIT, the process aborts with a message rather than
- *     return without the barrier (membarrier(3)).
+ * (D) A thread that is not done within LMB_FORCE_NS and gets no handler
+ *     (it blocks the signal, or its state cannot be read) is moved, for a
+ *     moment, to one CPU a, then to another, b, and given back its CPU
+ *     affinity (lmb_force_switch()): the second move either has the
+ *     kernel's stopper switch it out through __schedule() or finds it off
+ *     its CPU under its runqueue lock, as in (B).  Where that cannot be
+ *     done (one CPU it may use, EPERM) and nothing else shows it done
+ *     after LMB_BLOCKED_LIMIT, the process aborts with a message rather
+ *     than return without the barrier (membarrier(3)).
  *
  * The thread list: /proc/self/task, kept open.  The kernel lists a thread
  * group by walking it, and a walk stops early at a thread that exits under
@@ -200,7 +200,7 @@ int lmb_off_cpu(long dirfd, pid_t tid);
 int lmb_in_sigwait(long dirfd, pid_t tid);
 int lmb_never_user(long dirfd, pid_t pid, pid_t tid);
 int lmb_read_status(long dirfd, pid_t tid, int sig, struct lmb_status *out);
-int lmb_force_switch(long dirfd, pid_t tid);
+int lmb_force_switch(pid_t tid);
 void lmb_blockers_reset(void);
 
 /* sig-list.c */
