@@ -91,29 +91,53 @@ int lmb_proc_lists_self(void)
  * Is /proc this PID namespace's?  The ids of a /proc bind-mounted from
  * another namespace can match ours by chance; NSpid names the process in
  * every namespace from the /proc's down to ours, so a single field, our
- * pid, means the same namespace.
+ * pid, means the same namespace.  The whole of status is read, line by
+ * line: NSpid follows Groups, which grows with the supplementary groups
+ * (up to 65536 of them, 700 KB); a line longer than the buffer is
+ * skipped.
  */
 int lmb_proc_is_ours(void)
 {
-	char buf[2048];
+	char buf[512];
 	long fd = lmb_syscall(SYS_openat, AT_FDCWD, (long)"/proc/self/status",
-			      O_RDONLY | O_CLOEXEC, 0), n;
-	const char *p;
-	long pid = 0;
+			      O_RDONLY | O_CLOEXEC, 0);
+	size_t have = 0;
+	int skipping = 0, ours = -1;
 
 	if (fd < 0)
 		return 0;
-	n = lmb_syscall(SYS_read, fd, (long)buf, sizeof(buf) - 1, 0);
+	while (ours < 0) {
+		long n = lmb_syscall(SYS_read, fd, (long)(buf + have), (long)(sizeof(buf) - have), 0);
+		char *line = buf, *nl;
+
+		if (n < 0)
+			ours = 0;
+		if (n == 0)
+			ours = 1;	/* before 4.1: no namespaces to tell apart */
+		if (n <= 0)
+			break;
+		have += (size_t)n;
+		while (ours < 0 && (nl = memchr(line, '\n', have - (size_t)(line - buf))) != NULL) {
+			if (!skipping && strncmp(line, "NSpid:\t", 7) == 0) {
+				const char *p = line + 7;
+				long id = 0;
+
+				while (*p >= '0' && *p <= '9')
+					id = id * 10 + (*p++ - '0');
+				ours = p == nl && p > line + 7 && id == getpid();
+			}
+			skipping = 0;
+			line = nl + 1;
+		}
+		have -= (size_t)(line - buf);
+		memmove(buf, line, have);
+		if (have == sizeof(buf)) {
+			have = 0;	/* an overlong line: drop it */
+			skipping = 1;
+		}
+	}
 	(void)lmb_syscall(SYS_close, fd, 0, 0, 0);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	p = strstr(buf, "\nNSpid:\t");
-	if (p == NULL)
-		return 1;	/* before 4.1: no namespaces to tell apart */
-	for (p += 8; *p >= '0' && *p <= '9'; p++)
-		pid = pid * 10 + (*p - '0');
-	return *p == '\n' && pid == getpid();
+	return ours;
 }
 
 /*
