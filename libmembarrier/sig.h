@@ -39,15 +39,40 @@
  *     after LMB_BLOCKED_LIMIT, the process aborts with a message rather
  *     than return without the barrier (membarrier(3)).
  *
- * The thread list: /proc/self/task, kept open.  The kernel lists a thread
- * group by walking it, and a walk stops early at a thread that exits under
- * it; threads listed in separate getdents64() calls can be skipped when
- * threads exit in between.  So the list is read in one call (a larger
- * buffer when it does not fit), and read again when its last entry is gone
- * by then.  Threads created after the listing need nothing: the barrier of
- * their first switch-in follows our fence.  The caller's own thread id must
- * be in the list; it is not when /proc belongs to another PID namespace,
- * where the ids would name other threads.
+ * The thread list: /proc/self/task, kept open, and its link count.  The
+ * kernel lists a thread group by walking it, and a walk ends early at a
+ * thread that exits under it (proc_task_readdir(): next_tid() stops at a
+ * thread no longer alive), so a list can lack a thread that lives
+ * throughout, with nothing in the list to tell.  The count tells: the
+ * directory's st_nlink is 2 + get_nr_threads() (proc_task_getattr()), and
+ * the kernel adds a thread to the group and counts it, and uncounts it and
+ * removes it, in one critical section under the group's siglock
+ * (copy_process(), __exit_signal()).  A barrier reads the list L in one
+ * getdents64() call (no thread listed twice), fstat()s the directory for
+ * the count N, walks the group again, and takes L when N threads are in
+ * both walks.  Before the fstat() and before the second walk it takes and
+ * releases the siglock (rt_sigpending()): a thread the first walk saw is
+ * in N, and one whose removal N saw is not in the second walk.  Then:
+ *   - A thread in both walks was in the group when N was read: before
+ *     (the first walk saw it) and after (the second did), and a thread is
+ *     in the group for one interval of time.  So at most N threads are in
+ *     both, and N of them means that every thread in the group when N was
+ *     read is in L.  (A second walk cut short, or repeating itself over
+ *     several calls, only finds fewer.)
+ *   - A thread that needs the barrier was in the group at our fence (one
+ *     created later needs nothing: the barrier of its first switch-in
+ *     follows our fence).  If it left the group before N was read, it has
+ *     exited and needs nothing; otherwise it was counted, so it is in L.
+ * A shortfall (a thread started between the first walk and the count, or
+ * ended between the count and the second walk, or one missing) means
+ * reading again: only a process whose threads start or end about as often
+ * as a walk takes, all the time, has its list read many times.  (Assumed:
+ * a thread id is not reused within one listing; Linux hands ids out in
+ * turn up to pid_max.)  The caller's own thread id must be in the list; it
+ * is not when /proc belongs to another PID namespace, where the ids would
+ * name other threads.  Setup checks once that the link count counts
+ * threads as Linux's does (with none starting or ending, exactly the
+ * threads listed), or the mechanism is not used here.
  *
  * Why signals and not the mprotect()/madvise() TLB-shootdown trick used by
  * Folly, .NET and others: that trick relies on the kernel interrupting
@@ -210,6 +235,9 @@ int lmb_proc_is_ours(void);
 long lmb_task_fd(struct lmb_own *own);
 long lmb_list_threads(struct lmb_own *own, long fd, pid_t pid, pid_t self, char **list);
 pid_t lmb_entry_tid(const struct lmb_dirent64 *d);
+#ifdef LMB_TESTING
+long lmb_test_list(char **list);
+#endif
 
 /* sig-choose.c */
 int lmb_send_signal(pid_t pid, pid_t tid, int sig);
