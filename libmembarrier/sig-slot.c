@@ -2,7 +2,7 @@
 /*
  * The signal mechanism's slot table and its handler: what a barrier in
  * progress publishes, and what the handler on each target thread does
- * with it.  Calls only sys.c.
+ * with it.  Calls only sys.c and die.c.
  */
 #include "sig.h"
 

@@ -2,8 +2,9 @@
 /*
  * What /proc/self/task/TID tells of one thread of the process: whether it
  * is off its CPU (B), will never run user code again (A), waits in
- * sigtimedwait(), and its context switches and signal masks (C, D).
- * Calls only sys.c.
+ * sigtimedwait(), and its context switches and signal masks (C, D); and
+ * moving it between CPUs when nothing else can order it (D).  Calls sys.c
+ * and sig-fd.c (a reserved descriptor when none is free).
  */
 #include "sig.h"
 
