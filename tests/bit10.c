@@ -13,6 +13,7 @@
 #include "tap.h"
 #include "testlib.h"
 
+#include <sched.h>
 #include <string.h>
 #include <sys/ioctl.h>
 
@@ -24,6 +25,10 @@ static int bit10_seen;
 static void *supervisor(void *arg)
 {
 	(void)arg;
+	/* Started before the filter (so that its own calls are not filtered):
+	 * it waits for the listener the filter gives. */
+	while (__atomic_load_n(&listener, __ATOMIC_ACQUIRE) < 0)
+		sched_yield();
 	for (;;) {
 		struct seccomp_notif req;
 		struct seccomp_notif_resp resp;
@@ -105,7 +110,7 @@ int main(void)
 	tap_plan(7);
 	if (pthread_create(&sup, NULL, supervisor, NULL) != 0)
 		tap_bail("pthread_create: %s", strerror(errno));
-	listener = notify_membarrier();
+	__atomic_store_n(&listener, notify_membarrier(), __ATOMIC_RELEASE);
 	if (listener < 0)
 		tap_bail("seccomp(SECCOMP_FILTER_FLAG_NEW_LISTENER): %s", strerror(errno));
 
