@@ -16,12 +16,12 @@
 #include <signal.h>
 #include <string.h>
 
-static volatile int stop;
+static int stop;
 
 static void *spin(void *arg)
 {
 	(void)arg;
-	while (!stop)
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED))
 		;
 	return NULL;
 }
@@ -69,7 +69,7 @@ static int late(int err)
 		ret = 10;
 	else if (rt_handlers() != 1)
 		ret = 11;
-	stop = 1;
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 	pthread_join(t, NULL);
 	return ret;
 }
