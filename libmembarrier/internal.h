@@ -130,6 +130,8 @@ int64_t lmb_now_ns(void);
 void lmb_pause(unsigned int round);
 int lmb_kernel_at_least(long major, long minor);
 int lmb_kernel_at_least3(long major, long minor, long patch);
+int lmb_read_lines(long fd, char *buf, size_t size, int (*line)(char *text, void *arg),
+		   void *arg);
 
 /* Write "libmembarrier: WHAT" to stderr and abort() (die.c). */
 __attribute__((noreturn)) void lmb_die(const char *what, long n1, long n2);

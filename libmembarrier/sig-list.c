@@ -258,48 +258,33 @@ int lmb_proc_lists_self(void)
  * (up to 65536 of them, 700 KB); a line longer than the buffer is
  * skipped.
  */
+/* lmb_read_lines(): 1 + whether the NSpid line names us by one id. */
+static int lmb_nspid_line(char *line, void *arg)
+{
+	const char *p = line + 7;
+	long id = 0;
+
+	(void)arg;
+	if (strncmp(line, "NSpid:\t", 7) != 0)
+		return 0;
+	while (*p >= '0' && *p <= '9')
+		id = id * 10 + (*p++ - '0');
+	return 1 + (*p == '\0' && p > line + 7 && id == getpid());
+}
+
 int lmb_proc_is_ours(void)
 {
 	char buf[512];
 	long fd = lmb_syscall(SYS_openat, AT_FDCWD, (long)"/proc/self/status",
 			      O_RDONLY | O_CLOEXEC, 0);
-	size_t have = 0;
-	int skipping = 0, ours = -1;
+	int ret;
 
 	if (fd < 0)
 		return 0;
-	while (ours < 0) {
-		long n = lmb_syscall(SYS_read, fd, (long)(buf + have), (long)(sizeof(buf) - have), 0);
-		char *line = buf, *nl;
-
-		if (n < 0)
-			ours = 0;
-		if (n == 0)
-			ours = 1;	/* before 4.1: no namespaces to tell apart */
-		if (n <= 0)
-			break;
-		have += (size_t)n;
-		while (ours < 0 && (nl = memchr(line, '\n', have - (size_t)(line - buf))) != NULL) {
-			if (!skipping && strncmp(line, "NSpid:\t", 7) == 0) {
-				const char *p = line + 7;
-				long id = 0;
-
-				while (*p >= '0' && *p <= '9')
-					id = id * 10 + (*p++ - '0');
-				ours = p == nl && p > line + 7 && id == getpid();
-			}
-			skipping = 0;
-			line = nl + 1;
-		}
-		have -= (size_t)(line - buf);
-		memmove(buf, line, have);
-		if (have == sizeof(buf)) {
-			have = 0;	/* an overlong line: drop it */
-			skipping = 1;
-		}
-	}
+	ret = lmb_read_lines(fd, buf, sizeof(buf), lmb_nspid_line, NULL);
 	(void)lmb_syscall(SYS_close, fd, 0, 0, 0);
-	return ours;
+	/* No NSpid line (before 4.1): no namespaces to tell apart. */
+	return ret < 0 ? 0 : ret == 0 ? 1 : ret - 1;
 }
 
 /*

@@ -196,14 +196,43 @@ static int lmb_mask_has(const char *hex, int sig)
 	return (v >> (bit % 4)) & 1;
 }
 
+/* lmb_read_lines(): one line of a thread's status into the lmb_status. */
+struct lmb_status_read {
+	struct lmb_status *out;
+	int sig, n_found;
+};
+
+static int lmb_status_line(char *line, void *arg)
+{
+	struct lmb_status_read *r = arg;
+
+	if (strncmp(line, "SigBlk:\t", 8) == 0) {
+		r->out->blocked = lmb_mask_has(line + 8, r->sig);
+		r->n_found++;
+	} else if (strncmp(line, "SigPnd:\t", 8) == 0) {
+		r->out->pending = lmb_mask_has(line + 8, r->sig);
+		r->n_found++;
+	} else if (strncmp(line, "voluntary_ctxt_switches:\t", 25) == 0 ||
+		   strncmp(line, "nonvoluntary_ctxt_switches:\t", 28) == 0) {
+		const char *q = strchr(line, '\t') + 1;
+		unsigned long v = 0;
+
+		while (*q >= '0' && *q <= '9')
+			v = v * 10 + (unsigned long)(*q++ - '0');
+		r->out->switches += v;
+		r->n_found++;
+	}
+	return 0;
+}
+
 /* From /proc/self/task/TID/status: the context switches and whether sig is
  * blocked.  Read line by line: a line too long for the buffer (CPU and
  * node masks of large machines) is skipped. */
 int lmb_read_status(long dirfd, pid_t tid, int sig, struct lmb_status *out)
 {
 	char buf[512];
-	size_t have = 0;
-	int skipping = 0, n_found = 0, borrowed;
+	struct lmb_status_read r = { out, sig, 0 };
+	int borrowed;
 	long fd = lmb_open_leaf(dirfd, tid, "status", &borrowed);
 
 	if (fd < 0) {
@@ -211,44 +240,9 @@ int lmb_read_status(long dirfd, pid_t tid, int sig, struct lmb_status *out)
 		return (int)fd;
 	}
 	memset(out, 0, sizeof(*out));
-	for (;;) {
-		long n = lmb_syscall(SYS_read, fd, (long)(buf + have), (long)(sizeof(buf) - have), 0);
-		char *line = buf, *nl;
-
-		if (n <= 0)
-			break;
-		have += (size_t)n;
-		while ((nl = memchr(line, '\n', have - (size_t)(line - buf))) != NULL) {
-			*nl = '\0';
-			if (skipping) {
-				skipping = 0;
-			} else if (strncmp(line, "SigBlk:\t", 8) == 0) {
-				out->blocked = lmb_mask_has(line + 8, sig);
-				n_found++;
-			} else if (strncmp(line, "SigPnd:\t", 8) == 0) {
-				out->pending = lmb_mask_has(line + 8, sig);
-				n_found++;
-			} else if (strncmp(line, "voluntary_ctxt_switches:\t", 25) == 0 ||
-				   strncmp(line, "nonvoluntary_ctxt_switches:\t", 28) == 0) {
-				const char *q = strchr(line, '\t') + 1;
-				unsigned long v = 0;
-
-				while (*q >= '0' && *q <= '9')
-					v = v * 10 + (unsigned long)(*q++ - '0');
-				out->switches += v;
-				n_found++;
-			}
-			line = nl + 1;
-		}
-		have -= (size_t)(line - buf);
-		memmove(buf, line, have);
-		if (have == sizeof(buf)) {
-			have = 0;	/* an overlong line: drop it */
-			skipping = 1;
-		}
-	}
+	(void)lmb_read_lines(fd, buf, sizeof(buf), lmb_status_line, &r);
 	lmb_close_leaf(fd, borrowed);
-	out->found = n_found == 4;
+	out->found = r.n_found == 4;
 	return 0;
 }
 

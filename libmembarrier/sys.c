@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 #include <sys/utsname.h>
@@ -103,4 +104,44 @@ int lmb_kernel_at_least3(long major, long minor, long patch)
 int lmb_kernel_at_least(long major, long minor)
 {
 	return lmb_kernel_at_least3(major, minor, 0);
+}
+
+/*
+ * Read fd line by line through buf (size bytes), calling line() with each
+ * line, NUL-terminated in place of its newline; a line longer than buf is
+ * skipped.  Stops when line() returns nonzero, and returns that; at the
+ * end of the file returns 0, after a failed read -errno.  System calls
+ * and the caller's buffer only: async-signal-safe.
+ */
+int lmb_read_lines(long fd, char *buf, size_t size, int (*line)(char *text, void *arg),
+		   void *arg)
+{
+	size_t have = 0;
+	int skipping = 0;
+
+	for (;;) {
+		long n = lmb_syscall(SYS_read, fd, (long)(buf + have), (long)(size - have), 0);
+		char *at = buf, *nl;
+
+		if (n <= 0)
+			return (int)n;
+		have += (size_t)n;
+		while ((nl = memchr(at, '\n', have - (size_t)(at - buf))) != NULL) {
+			int ret = 0;
+
+			*nl = '\0';
+			if (!skipping)
+				ret = line(at, arg);
+			skipping = 0;
+			if (ret != 0)
+				return ret;
+			at = nl + 1;
+		}
+		have -= (size_t)(at - buf);
+		memmove(buf, at, have);
+		if (have == size) {
+			have = 0;	/* an overlong line: drop it */
+			skipping = 1;
+		}
+	}
 }
