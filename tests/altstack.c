@@ -114,10 +114,6 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc == 2 && strcmp(argv[1], "--child") == 0)
 		return child();
-	/* The library chooses its mechanism at start-up: run again with it. */
-	setenv("LIBMEMBARRIER_HEAVY", "signal", 1);
-	unsetenv("LIBMEMBARRIER_SIGNAL");
-	fflush(stdout);
-	test_reexec(argv[0], "--child", NULL);
+	test_reexec_signal(argv[0]);
 	tap_bail("cannot execute this test again: %s", strerror(errno));
 }

@@ -24,25 +24,14 @@
 static int deny(unsigned int action, int sigqueue, int tgkill)
 {
 	struct sock_filter filter[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, LMB_AUDIT_ARCH, 1, 0),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_membarrier, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, action),
+		TEST_FILTER_MEMBARRIER(action),
 		/* -1: no system call has that number. */
 		REFUSE(sigqueue ? SYS_rt_tgsigqueueinfo : (unsigned int)-1),
 		REFUSE(tgkill ? SYS_tgkill : (unsigned int)-1),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
-	struct sock_fprog prog = {
-		.len = sizeof(filter) / sizeof(filter[0]),
-		.filter = filter,
-	};
 
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-		return -1;
-	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+	return test_install_filter(filter, sizeof(filter) / sizeof(filter[0]), 0);
 }
 
 int main(int argc, char **argv)

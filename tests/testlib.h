@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include <linux/audit.h>
@@ -48,6 +49,37 @@ static inline int raw_membarrier(int cmd, unsigned int flags, int cpu_id)
 }
 
 /*
+ * The start of every filter of the tests: the system calls of another
+ * architecture are allowed, membarrier(2) answers `action`; the rest of
+ * the filter decides for the others.
+ */
+#define TEST_FILTER_MEMBARRIER(action) \
+	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)), \
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, LMB_AUDIT_ARCH, 1, 0), \
+	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW), \
+	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)), \
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_membarrier, 0, 1), \
+	BPF_STMT(BPF_RET | BPF_K, (action))
+
+/*
+ * Install the filter of len instructions in this thread and every thread
+ * and program it starts, with seccomp(2)'s flags (0, or
+ * SECCOMP_FILTER_FLAG_NEW_LISTENER: then it returns the listener).
+ * Returns 0 (or the listener), or -1 with errno.
+ */
+static inline int test_install_filter(struct sock_filter *filter, size_t len, unsigned int flags)
+{
+	struct sock_fprog prog = {
+		.len = (unsigned short)len,
+		.filter = filter,
+	};
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+		return -1;
+	return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &prog);
+}
+
+/*
  * Make membarrier(2) answer `action` (SECCOMP_RET_ERRNO | err,
  * SECCOMP_RET_TRAP, SECCOMP_RET_KILL_PROCESS...) in this thread and every
  * thread and program it starts.  Returns 0 or -1 with errno.
@@ -55,22 +87,11 @@ static inline int raw_membarrier(int cmd, unsigned int flags, int cpu_id)
 static inline int deny_membarrier(unsigned int action)
 {
 	struct sock_filter filter[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, LMB_AUDIT_ARCH, 1, 0),
+		TEST_FILTER_MEMBARRIER(action),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_membarrier, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, action),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
-	struct sock_fprog prog = {
-		.len = sizeof(filter) / sizeof(filter[0]),
-		.filter = filter,
 	};
 
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-		return -1;
-	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+	return test_install_filter(filter, sizeof(filter) / sizeof(filter[0]), 0);
 }
 
 /*
@@ -107,6 +128,19 @@ static inline void test_reexec(const char *argv0, const char *a1, const char *a2
 	self[n] = '\0';
 	execl("/bin/sh", "sh", "-c", "exec $TEST_EMULATOR \"$@\"", "sh", self, a1, a2,
 	      (char *)NULL);
+}
+
+/*
+ * Run this test program again as `argv0 --child` with the signal
+ * mechanism forced (the library chooses at start-up, before main()) and
+ * its default signal; returns only on failure.
+ */
+static inline void test_reexec_signal(const char *argv0)
+{
+	setenv("LIBMEMBARRIER_HEAVY", "signal", 1);
+	unsetenv("LIBMEMBARRIER_SIGNAL");
+	fflush(stdout);
+	test_reexec(argv0, "--child", NULL);
 }
 
 /*
