@@ -331,9 +331,8 @@ long lmb_task_fd(struct lmb_own *own)
  * its length in bytes at *list, -ESRCH when the caller's own thread self
  * is not in it (a /proc of another PID namespace), or another -errno.
  */
-long lmb_list_threads(struct lmb_own *own, long fd, pid_t pid, pid_t self, char **list)
+long lmb_list_threads(struct lmb_own *own, long fd, pid_t self, char **list)
 {
-	(void)pid;
 	return lmb_list(fd, self, own->stack, sizeof(own->stack), &own->buf, &own->size,
 			0, list);
 }
@@ -346,6 +345,6 @@ long lmb_test_list(char **list)
 
 	if (fd < 0)
 		return fd;
-	return lmb_list_threads(&lmb_owns[0], fd, getpid(), lmb_gettid(), list);
+	return lmb_list_threads(&lmb_owns[0], fd, lmb_gettid(), list);
 }
 #endif

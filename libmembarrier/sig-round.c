@@ -8,7 +8,6 @@
 #include "sig.h"
 
 #include <errno.h>
-#include <string.h>
 #include <unistd.h>
 #include <linux/futex.h>
 
@@ -276,7 +275,7 @@ static int lmb_signal_barrier(int sig, int sync_core)
 		goto out;
 	}
 
-	n = lmb_list_threads(own, fd, pid, self, &list);
+	n = lmb_list_threads(own, fd, self, &list);
 	if (n < 0) {
 		ret = (int)n;
 		goto out;
