@@ -210,9 +210,4 @@ int lmb_mech_emulate(int cmd, int ret);
 int lmb_mech_signal(void);
 void lmb_mech_prepare(void);
 
-#ifdef LMB_TESTING
-/* Tests link an internal copy of the library without the constructor. */
-void lmb_test_reset(void);
-#endif
-
 #endif

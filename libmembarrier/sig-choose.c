@@ -171,9 +171,8 @@ int lmb_publish(int old, int sig)
 
 	if (__atomic_compare_exchange_n(&lmb_sig, &cur, sig, 0, __ATOMIC_ACQ_REL,
 					__ATOMIC_ACQUIRE)) {
-#ifdef LMB_TESTING
-		lmb_signal_prepare();	/* no constructor in the tests' copy */
-#endif
+		/* The constructor did it, but the tests' copy has none. */
+		lmb_signal_prepare();
 		return sig;
 	}
 	/* Another thread chose first: give back the signal we took. */

@@ -336,15 +336,3 @@ long lmb_list_threads(struct lmb_own *own, long fd, pid_t self, char **list)
 	return lmb_list(fd, self, own->stack, sizeof(own->stack), &own->buf, &own->size,
 			0, list);
 }
-
-#ifdef LMB_TESTING
-/* tests/list-complete: a barrier's listing, through slot 0's descriptor. */
-long lmb_test_list(char **list)
-{
-	long fd = lmb_task_fd(&lmb_owns[0]);
-
-	if (fd < 0)
-		return fd;
-	return lmb_list_threads(&lmb_owns[0], fd, lmb_gettid(), list);
-}
-#endif

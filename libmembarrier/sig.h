@@ -235,9 +235,6 @@ int lmb_proc_is_ours(void);
 long lmb_task_fd(struct lmb_own *own);
 long lmb_list_threads(struct lmb_own *own, long fd, pid_t self, char **list);
 pid_t lmb_entry_tid(const struct lmb_dirent64 *d);
-#ifdef LMB_TESTING
-long lmb_test_list(char **list);
-#endif
 
 /* sig-choose.c */
 int lmb_send_signal(pid_t pid, pid_t tid, int sig);

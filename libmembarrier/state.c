@@ -233,23 +233,6 @@ lmb_state_t lmb_state(void)
 	return st;
 }
 
-#ifdef LMB_TESTING
-void lmb_test_reset(void)
-{
-	__atomic_store_n(&lmb_lib_word, 0, __ATOMIC_RELEASE);
-	__atomic_store_n(&lmb_kern_word, 0, __ATOMIC_RELEASE);
-	__atomic_store_n(&lmb_fast_word, 0, __ATOMIC_RELAXED);
-	lmb_query_answer_store(0);
-	lmb_light_flag_store(1);
-}
-#else
-__attribute__((constructor)) static void lmb_init(void)
-{
-	lmb_mech_prepare();
-	(void)lmb_state();
-}
-#endif
-
 int lmb_emulated_commands(lmb_state_t st)
 {
 	return lmb_lib_emulated(st.lib);

@@ -10,17 +10,23 @@ set -u
 src=${top_srcdir:-.}/libmembarrier
 objdir=${top_builddir:-.}/libmembarrier
 echo "1..3"
-# libtool's PIC objects, or the plain ones of a build without shared
-# libraries.
-objs=$(ls "$objdir"/.libs/libmembarrier_la-*.o 2>/dev/null) ||
-	objs=$(ls "$objdir"/libmembarrier_la-*.o 2>/dev/null) ||
-	{ echo "Bail out! no objects of libmembarrier.la in $objdir"; exit 99; }
+# The objects of the installed library (init.c, and the rest through
+# libmembarrier-internal.la): libtool's PIC objects, or the plain ones of
+# a build without shared libraries.
+objs=
+for d in "$objdir/.libs" "$objdir"; do
+	objs=$(ls "$d"/libmembarrier_la-*.o "$d"/libmembarrier_internal_la-*.o 2>/dev/null) &&
+		break
+	objs=
+done
+[ -n "$objs" ] || { echo "Bail out! no objects of libmembarrier.la in $objdir"; exit 99; }
 
 tmp=$(mktemp -d) || exit 99
 trap 'rm -rf "$tmp"' EXIT
 for o in $objs; do
 	f=$(basename "$o" .o)
 	f=${f#libmembarrier_la-}
+	f=${f#libmembarrier_internal_la-}
 	$NM --defined-only "$o" | awk -v f="$f" 'NF == 3 && $2 ~ /[A-Z]/ {print $3, f}' >>"$tmp/defs"
 	$NM --undefined-only "$o" | awk -v f="$f" '{print $NF, f}' >>"$tmp/uses"
 done

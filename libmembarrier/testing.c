@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Hooks for the tests that link the library's internal copy
+ * (libmembarrier-testing.la: the same objects as the installed library,
+ * with this file in place of init.c's constructor).  Never installed.
+ */
+#include "sig.h"
+
+void lmb_test_reset(void);
+long lmb_test_list(char **list);
+
+/* tests/race, tests/bit10: forget what detection published. */
+void lmb_test_reset(void)
+{
+	__atomic_store_n(&lmb_lib_word, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&lmb_kern_word, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&lmb_fast_word, 0, __ATOMIC_RELAXED);
+	lmb_query_answer_store(0);
+	lmb_light_flag_store(1);
+}
+
+/* tests/list-complete: a barrier's listing, through slot 0's descriptor. */
+long lmb_test_list(char **list)
+{
+	long fd = lmb_task_fd(&lmb_owns[0]);
+
+	if (fd < 0)
+		return fd;
+	return lmb_list_threads(&lmb_owns[0], fd, lmb_gettid(), list);
+}
