@@ -19,7 +19,7 @@
  * must still come: a shortfall makes the library read again, and it must
  * not read forever.
  *
- * By default it lists for LIST_COMPLETE_SECONDS (8) seconds;
+ * By default it lists for LIST_COMPLETE_SECONDS (3) seconds;
  * LIST_COMPLETE_ROUNDS=N asks for N lists of the library's instead.
  * Links the library's internal copy, for its test hook lmb_test_list().
  */
@@ -164,7 +164,7 @@ int main(void)
 	const char *env = getenv("LIST_COMPLETE_ROUNDS");
 	long want = env ? atol(env) : 0, lists = 0, bad = 0, errors = 0, raw_lists = 0,
 	     raw_bad = 0, churn_bad = 0, churn_errors = 0;
-	double seconds = getenv("LIST_COMPLETE_SECONDS") ? atof(getenv("LIST_COMPLETE_SECONDS")) : 8;
+	double seconds = getenv("LIST_COMPLETE_SECONDS") ? atof(getenv("LIST_COMPLETE_SECONDS")) : 3;
 	double t0 = now(), t1;
 	pid_t self = test_gettid();
 	int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC), stop = 0;
