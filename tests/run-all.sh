@@ -131,14 +131,13 @@ build() {
 		fi ;;
 	*)
 		set -- "$1" $(triplet "$1")
-		if [ -n "${3:-}" ] && [ "$1" != riscv64 ]; then
-			prebuild "$1" --host="$2" --disable-guest-tests TEST_EMULATOR="$3 -L /usr/$2"
-		elif [ -n "${3:-}" ]; then
-			PREBUILD_TESTS=no prebuild "$1" --host="$2" --disable-guest-tests \
-				TEST_EMULATOR="$3 -L /usr/$2"
-		else
-			PREBUILD_TESTS=no prebuild "$1" --host="$2" --disable-guest-tests
-		fi ;;
+		# The test programs only where the host suite runs.
+		case " $emulated " in
+		*" $1 "*) tests=yes ;;
+		*) tests=no ;;
+		esac
+		PREBUILD_TESTS=$tests prebuild "$1" --host="$2" --disable-guest-tests \
+			${3:+"TEST_EMULATOR=$3 -L /usr/$2"} ;;
 	esac
 }
 # Two lanes of about the same length (the sanitizer builds and the
