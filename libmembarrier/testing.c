@@ -5,9 +5,7 @@
  * with this file in place of init.c's constructor).  Never installed.
  */
 #include "sig.h"
-
-void lmb_test_reset(void);
-long lmb_test_list(char **list);
+#include "testing.h"
 
 /* tests/race, tests/bit10: forget what detection published. */
 void lmb_test_reset(void)

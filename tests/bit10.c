@@ -17,7 +17,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 
-void lmb_test_reset(void);
+#include "testing.h"
 
 static int listener = -1;
 static int bit10_seen;

@@ -36,8 +36,7 @@
 
 #include "tap.h"
 #include "testlib.h"
-
-long lmb_test_list(char **list);
+#include "testing.h"
 
 #define K 16			/* threads exiting ahead of L in each batch */
 #define CHURN_LISTS 2000

@@ -18,8 +18,7 @@
 
 #include "tap.h"
 #include "testlib.h"
-
-void lmb_test_reset(void);
+#include "testing.h"
 
 #define NTHREADS 8
 #define ROUNDS 200

@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The hooks of the tests' copy of the library (testing.c), for the tests
+ * that link libmembarrier-testing.la. */
+#ifndef LIBMEMBARRIER_TESTING_H
+#define LIBMEMBARRIER_TESTING_H
+
+/* Forget what detection published: the next call detects again. */
+void lmb_test_reset(void);
+/* A barrier's listing of /proc/self/task through slot 0's descriptor:
+ * its length in bytes at *list, or -errno. */
+long lmb_test_list(char **list);
+
+#endif
