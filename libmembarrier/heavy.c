@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * membarrier_heavy() and the out-of-line membarrier_light(): the mechanism
- * chosen at start-up (state.c), through the table (mechanism.c).
+ * chosen at start-up (state.c), through the table (mechanism.c), its
+ * calls shared by concurrent callers (coalesce.c).
  *
  * By the time a mechanism fails, membarrier_light() may have dropped its
  * fence, and it never takes it back, so a failure returned to the caller
@@ -18,7 +19,10 @@
 
 LMB_EXPORT int membarrier_heavy(void)
 {
-	return lmb_mech_barrier(lmb_st_heavy(lmb_state()));
+	int mechanism = lmb_st_heavy(lmb_state());
+
+	/* Concurrent callers share a call, where that gains (mechanism.c). */
+	return lmb_mech_shared(mechanism) ? lmb_coalesce(mechanism) : lmb_mech_barrier(mechanism);
 }
 
 /* The out-of-line light barrier, for callers that cannot use the inline. */

@@ -204,10 +204,21 @@ int lmb_mech_count(void);
 int lmb_mech_setup(int mechanism, int kmask, int skipped, int sig);
 int lmb_mech_barrier(int mechanism);
 int lmb_mech_registration(int mechanism);
+int lmb_mech_shared(int mechanism);
 int lmb_mech_can_sync_core(void);
 int lmb_mech_sync_core(void);
 int lmb_mech_emulate(int cmd, int ret);
 int lmb_mech_signal(void);
 void lmb_mech_prepare(void);
+
+/*
+ * A mechanism's barrier shared with concurrent callers (coalesce.c):
+ * returns 0 once a call that started after this one arrived has ended.
+ * The count of calls and the switch are for the tests and benchmarks.
+ */
+int lmb_coalesce(int mechanism);
+void lmb_coalesce_prepare(void);
+uint32_t lmb_coalesce_calls(void);
+void lmb_coalesce_set(int on);
 
 #endif

@@ -114,24 +114,33 @@ static int lmb_fence_barrier(void)
 	return 0;
 }
 
+/*
+ * shared: concurrent callers share one call (coalesce.c).  The expedited
+ * commands are serialised in the kernel (membarrier_ipi_mutex) and the
+ * signal mechanism interrupts every thread per call, so they gain.  The
+ * kernel already shares GLOBAL's grace periods among concurrent callers:
+ * sharing them again in user space only adds a wake-up to each caller's
+ * wait (make bench measures both).  A fence has nothing to share.
+ */
 static const struct lmb_mechanism {
 	const char *name;
 	int kernel;		/* 1: it calls membarrier(2) */
+	int shared;		/* 1: concurrent callers share a call */
 	int registration;	/* the REGISTER command its setup issues, or 0 */
 	int (*setup)(int kmask, int sig);
 	int (*barrier)(void);
 } lmb_mechanisms[] = {
 	[MEMBARRIER_MECHANISM_PRIVATE_EXPEDITED] = {
-		"private-expedited", 1, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
+		"private-expedited", 1, 1, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
 		lmb_private_setup, lmb_private_barrier },
 	[MEMBARRIER_MECHANISM_SHARED_EXPEDITED] = {
-		"shared-expedited", 1, 0, lmb_shared_setup, lmb_shared_barrier },
+		"shared-expedited", 1, 1, 0, lmb_shared_setup, lmb_shared_barrier },
 	[MEMBARRIER_MECHANISM_GLOBAL] = {
-		"global", 1, 0, lmb_global_setup, lmb_global_barrier },
+		"global", 1, 0, 0, lmb_global_setup, lmb_global_barrier },
 	[MEMBARRIER_MECHANISM_SIGNAL] = {
-		"signal", 0, 0, lmb_signal_mech_setup, lmb_signal_mech_barrier },
+		"signal", 0, 1, 0, lmb_signal_mech_setup, lmb_signal_mech_barrier },
 	[MEMBARRIER_MECHANISM_FENCE] = {
-		"fence", 0, 0, lmb_fence_setup, lmb_fence_barrier },
+		"fence", 0, 0, 0, lmb_fence_setup, lmb_fence_barrier },
 };
 
 #define LMB_NMECH ((int)(sizeof(lmb_mechanisms) / sizeof(lmb_mechanisms[0])))
@@ -173,6 +182,13 @@ int lmb_mech_barrier(int mechanism)
 	const struct lmb_mechanism *m = lmb_mech(mechanism);
 
 	return m ? m->barrier() : lmb_fence_barrier();
+}
+
+int lmb_mech_shared(int mechanism)
+{
+	const struct lmb_mechanism *m = lmb_mech(mechanism);
+
+	return m ? m->shared : 0;
 }
 
 int lmb_mech_registration(int mechanism)

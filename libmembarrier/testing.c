@@ -26,3 +26,14 @@ long lmb_test_list(char **list)
 		return fd;
 	return lmb_list_threads(&lmb_owns[0], fd, lmb_gettid(), list);
 }
+
+/* tests/litmus, bench/share: the heavy barrier's calls, and sharing on/off. */
+unsigned int lmb_test_calls(void)
+{
+	return lmb_coalesce_calls();
+}
+
+void lmb_test_coalesce(int on)
+{
+	lmb_coalesce_set(on);
+}

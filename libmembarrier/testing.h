@@ -9,5 +9,9 @@ void lmb_test_reset(void);
 /* A barrier's listing of /proc/self/task through slot 0's descriptor:
  * its length in bytes at *list, or -errno. */
 long lmb_test_list(char **list);
+/* The calls membarrier_heavy() made (each shared by its concurrent
+ * callers), and whether they share them (1, the default) or not. */
+unsigned int lmb_test_calls(void);
+void lmb_test_coalesce(int on);
 
 #endif

@@ -18,7 +18,14 @@
  * /proc/self/task) changes under it, threads exiting on the other CPU
  * while A lists them.
  *
- * usage: litmus [--control] [--churn] [--rounds N] [--expect none|some]
+ * --callers N adds N threads that call membarrier_heavy() in a loop for as
+ * long as the rounds last, so that thread A's barriers are shared with
+ * theirs (libmembarrier/coalesce.c): A's call is often served by a call
+ * another thread started after A arrived.  The program counts the calls
+ * of the mechanism and fails when the heavy barriers were not shared.
+ *
+ * usage: litmus [--control] [--churn] [--callers N] [--rounds N]
+ *               [--expect none|some]
  * Prints the mechanism and counts; exits 0 when the expectation holds.
  */
 #define _GNU_SOURCE
@@ -31,12 +38,15 @@
 #include <time.h>
 
 #include "membarrier.h"
+#include "testing.h"
 
 static int x, y, r1, r2;
 static unsigned long arrive;
 static int control, churn;
 static int churn_stop;
 static unsigned long churned;
+static int callers_stop;
+static unsigned long called;
 
 #define LOAD(p) __atomic_load_n(p, __ATOMIC_RELAXED)
 #define STORE(p, v) __atomic_store_n(p, v, __ATOMIC_RELAXED)
@@ -143,10 +153,34 @@ static void *churner(void *p)
 	return NULL;
 }
 
+/*
+ * --callers: heavy barriers that thread A's share.  Each caller sleeps
+ * between its barriers (up to 200 us, varying): the rendezvous needs
+ * both CPUs of a small machine, and eight callers in a tight loop would
+ * keep A and B from meeting for whole time slices.
+ */
+static void *caller(void *p)
+{
+	unsigned long i = (unsigned long)p;
+
+	while (!__atomic_load_n(&callers_stop, __ATOMIC_RELAXED)) {
+		struct timespec pause = { 0, 500000 + (long)(i * 7919 % 200) * 10000 };
+
+		(void)membarrier_heavy();
+		__atomic_fetch_add(&called, 1, __ATOMIC_RELAXED);
+		nanosleep(&pause, NULL);
+		i++;
+	}
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	unsigned long rounds = 1000000, forbidden = 0, seen[4] = { 0 }, churn0, churn1;
+	unsigned long called0, called1, calls0, calls1;
 	const char *expect = NULL;
+	pthread_t *callers = NULL;
+	int ncallers = 0;
 	struct membarrier_strategy st;
 	struct args a;
 	struct timespec t0, t1;
@@ -159,13 +193,15 @@ int main(int argc, char **argv)
 			control = 1;
 		else if (strcmp(argv[i], "--churn") == 0)
 			churn = 1;
+		else if (strcmp(argv[i], "--callers") == 0 && i + 1 < argc)
+			ncallers = atoi(argv[++i]);
 		else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
 			rounds = strtoul(argv[++i], NULL, 0);
 		else if (strcmp(argv[i], "--expect") == 0 && i + 1 < argc)
 			expect = argv[++i];
 		else {
-			fprintf(stderr, "usage: litmus [--control] [--churn] [--rounds N] "
-				"[--expect none|some]\n");
+			fprintf(stderr, "usage: litmus [--control] [--churn] [--callers N] "
+				"[--rounds N] [--expect none|some]\n");
 			return 2;
 		}
 	}
@@ -178,6 +214,13 @@ int main(int argc, char **argv)
 		perror("pthread_create");
 		return 2;
 	}
+	if (ncallers > 0 && (callers = calloc((size_t)ncallers, sizeof(*callers))) == NULL)
+		return 2;
+	for (int i = 0; i < ncallers; i++)
+		if (pthread_create(&callers[i], NULL, caller, (void *)(unsigned long)(i * 31)) != 0) {
+			perror("pthread_create");
+			return 2;
+		}
 	pin(0);
 	if (pthread_create(&b, NULL, thread_b, &a) != 0) {
 		perror("pthread_create");
@@ -185,6 +228,8 @@ int main(int argc, char **argv)
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	churn0 = __atomic_load_n(&churned, __ATOMIC_RELAXED);
+	called0 = __atomic_load_n(&called, __ATOMIC_RELAXED);
+	calls0 = lmb_test_calls();
 	for (unsigned long i = 1; i <= rounds; i++) {
 		rendezvous(2 * i - 1);
 		jitter(i, 13);
@@ -204,8 +249,14 @@ int main(int argc, char **argv)
 		STORE(&y, 0);
 	}
 	churn1 = __atomic_load_n(&churned, __ATOMIC_RELAXED);
+	called1 = __atomic_load_n(&called, __ATOMIC_RELAXED);
+	calls1 = lmb_test_calls();
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	pthread_join(b, NULL);
+	__atomic_store_n(&callers_stop, 1, __ATOMIC_RELAXED);
+	for (int i = 0; i < ncallers; i++)
+		pthread_join(callers[i], NULL);
+	free(callers);
 	if (churn) {
 		__atomic_store_n(&churn_stop, 1, __ATOMIC_RELAXED);
 		pthread_join(c, NULL);
@@ -225,6 +276,20 @@ int main(int argc, char **argv)
 		/* Without churn the --churn checks would prove nothing. */
 		if (churn1 == churn0) {
 			fprintf(stderr, "litmus: no thread came and went during the rounds\n");
+			return 2;
+		}
+	}
+	if (ncallers > 0) {
+		unsigned long heavy = called1 - called0 + (control ? 0 : rounds);
+
+		printf("litmus: %d threads called membarrier_heavy() too: %lu calls in all, "
+		       "served by %lu calls of the mechanism (%.3f per call)\n", ncallers,
+		       heavy, calls1 - calls0,
+		       heavy ? (double)(calls1 - calls0) / (double)heavy : 0.0);
+		/* Without sharing the check would prove nothing new (the
+		 * control's callers need only run). */
+		if (called1 == called0 || (!control && calls1 - calls0 >= heavy)) {
+			fprintf(stderr, "litmus: the heavy barriers were not shared\n");
 			return 2;
 		}
 	}
