@@ -25,6 +25,22 @@ LMB_EXPORT int membarrier_heavy(void)
 	return lmb_mech_shared(mechanism) ? lmb_coalesce(mechanism) : lmb_mech_barrier(mechanism);
 }
 
+/*
+ * LIBMEMBARRIER_LIGHT_COMPILER_BARRIER's check (<membarrier.h>): the
+ * light side is a compiler barrier whatever the library chose, so the
+ * heavy side must have a process-wide barrier, and keeps it (heavy()
+ * above never falls back to a fence: it aborts).
+ */
+LMB_EXPORT int membarrier_require_barrier(void)
+{
+	if (lmb_st_heavy(lmb_state()) == MEMBARRIER_MECHANISM_FENCE)
+		lmb_die("this program was built with LIBMEMBARRIER_LIGHT_COMPILER_BARRIER "
+			"(membarrier_light() is a compiler barrier), but membarrier_heavy() has "
+			"no process-wide barrier here: no membarrier(2) command and no signal "
+			"mechanism, or LIBMEMBARRIER_HEAVY=fence (membarrier(3))", 0, 0);
+	return 0;
+}
+
 /* The out-of-line light barrier, for callers that cannot use the inline. */
 #undef membarrier_light
 LMB_EXPORT void membarrier_light(void)

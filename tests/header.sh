@@ -56,6 +56,27 @@ int use(void)
 	return membarrier(MEMBARRIER_CMD_QUERY, 0, 0) + membarrier_heavy();
 }
 EOC
+# LIBMEMBARRIER_LIGHT_COMPILER_BARRIER: membarrier_light() reads no flag,
+# and the object calls the start-up check from a constructor.
+cat > "$tmp/optin.c" <<'EOC'
+#define LIBMEMBARRIER_LIGHT_COMPILER_BARRIER 1
+#include <membarrier.h>
+int use(int *p);
+int use(int *p)
+{
+	p[0] = 1;
+	membarrier_light();
+	return p[1];
+}
+EOC
+cp "$tmp/optin.c" "$tmp/optin.cc"
+optin() {
+	"$@" || return 1
+	syms=$(${NM:-nm} "$tmp/optin.o") || return 1
+	echo "$syms" | grep -q ' U membarrier_require_barrier$' &&
+		! echo "$syms" | grep -q 'libmembarrier_light_fence' &&
+		${OBJDUMP:-objdump} -h "$tmp/optin.o" | grep -q '\.init_array'
+}
 # clang where this build is native (gcc -m32 included).
 clang=
 if command -v clang >/dev/null 2>&1 && [ -z "${TEST_EMULATOR:-}" ] &&
@@ -63,7 +84,7 @@ if command -v clang >/dev/null 2>&1 && [ -z "${TEST_EMULATOR:-}" ] &&
 	case $CC in *-m32*) clang="clang -m32" ;; *) clang=clang ;; esac
 fi
 n=0 failed=0
-echo "1..12"
+echo "1..14"
 try() {
 	n=$((n + 1)); what=$1; shift
 	if out=$("$@" 2>&1); then echo "ok $n - $what"
@@ -86,6 +107,10 @@ own() {
 }
 try "a program's own static membarrier() with LIBMEMBARRIER_NO_MEMBARRIER_DECL" \
 	own $CC -std=c99 $w -I"$inc" -c "$tmp/own.c" -o "$tmp/own.o"
+try "LIBMEMBARRIER_LIGHT_COMPILER_BARRIER, C11: no flag read, a start-up check" \
+	optin $CC -std=c11 $w -O2 -I"$inc" -c "$tmp/optin.c" -o "$tmp/optin.o"
+try "LIBMEMBARRIER_LIGHT_COMPILER_BARRIER, C++17" \
+	optin $CXX -std=c++17 $w -O2 -I"$inc" -c "$tmp/optin.cc" -o "$tmp/optin.o"
 if [ -n "$clang" ]; then
 	try "clang C89" $clang -std=c89 $w -I"$inc" -c "$tmp/use.c" -o "$tmp/clang89.o"
 	try "clang C11" $clang -std=c11 $w -I"$inc" -c "$tmp/use.c" -o "$tmp/clang11.o"
