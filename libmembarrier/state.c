@@ -144,18 +144,44 @@ int lmb_kernel_query(void)
 	return st.kern & LMB_K_FAILED ? -lmb_st_kerrno(st) : lmb_st_kmask(st);
 }
 
+/* The command of a kernel mechanism's barrier (mechanism.c), or 0. */
+static int lmb_barrier_command(int mechanism)
+{
+	switch (mechanism) {
+	case MEMBARRIER_MECHANISM_PRIVATE_EXPEDITED:
+		return MEMBARRIER_CMD_PRIVATE_EXPEDITED;
+	case MEMBARRIER_MECHANISM_SHARED_EXPEDITED:
+		return MEMBARRIER_CMD_SHARED_EXPEDITED;
+	case MEMBARRIER_MECHANISM_GLOBAL:
+		return MEMBARRIER_CMD_GLOBAL;
+	}
+	return 0;
+}
+
 /* The heavy mechanism for the kernel word kern: the one asked for where
  * it can serve, else the first of lmb_order that can. */
 static int lmb_choose(uint32_t kern, int forced, int skipped, int sig)
 {
 	lmb_state_t st = { kern, 0 };
-	int kmask = lmb_st_kmask(st), heavy = 0;
+	int kmask = lmb_st_kmask(st), heavy = 0, cmd;
 
 	if (forced && lmb_mech_setup(forced, kmask, skipped, sig))
 		heavy = forced;
 	for (size_t i = 0; !heavy; i++)
 		if (lmb_mech_setup(lmb_order[i], kmask, skipped, sig))
 			heavy = lmb_order[i];
+	/*
+	 * The barrier's own command, once, with flags the kernel refuses
+	 * (EINVAL, before it does anything): a filter that traps it traps
+	 * now, under the guard, rather than at the first barrier.  GLOBAL's
+	 * and SHARED_EXPEDITED's set-up issue no command (GLOBAL serves on
+	 * riscv64 before Linux 6.9 even where PRIVATE_EXPEDITED answers),
+	 * and PRIVATE_EXPEDITED's registration tells nothing of a filter
+	 * that traps the barrier only.
+	 */
+	cmd = lmb_barrier_command(heavy);
+	if (cmd != 0 && !skipped)
+		(void)lmb_sys_membarrier(cmd, ~0u, 0);
 	return heavy;
 }
 
@@ -173,10 +199,10 @@ static lmb_state_t lmb_probe(void)
 	 * With the probe skipped the library never calls membarrier(2)
 	 * itself (a seccomp filter may kill for it); otherwise every call it
 	 * makes here is under the guard of sigsys.c, and a trap of any of
-	 * them (QUERY, a registration) stands for a kernel without
-	 * membarrier(2).  So the kernel word is published after the
-	 * mechanism's set-up, and the library word, derived from the kernel
-	 * word that won, after it.
+	 * them (QUERY, a registration, a barrier's command) stands for a
+	 * kernel without membarrier(2).  So the kernel word is published
+	 * after the mechanism's set-up, and the library word, derived from
+	 * the kernel word that won, after it.
 	 */
 	if (!skipped)
 		lmb_sigsys_enter(&g);

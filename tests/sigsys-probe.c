@@ -71,6 +71,8 @@ static const struct scenario {
 	  "QUERY trapped: the kernel taken for one without membarrier(2)" },
 	{ "others", MEMBARRIER_CMD_QUERY, ALLOW, TRAP, "default", NULL,
 	  "every command but QUERY trapped: the registration's trap counts as QUERY's" },
+	{ "barrier", MEMBARRIER_CMD_PRIVATE_EXPEDITED, TRAP, ALLOW, "default", NULL,
+	  "only the barrier's command trapped: found at start-up, not at the first barrier" },
 	{ "ignored", MEMBARRIER_CMD_QUERY, TRAP, TRAP, "ignored", NULL,
 	  "SIGSYS ignored (a trap would reset it and kill): ignored again after" },
 	{ "blocked", MEMBARRIER_CMD_QUERY, TRAP, TRAP, "blocked", NULL,
