@@ -4,6 +4,7 @@
 
 #include "config.h"
 
+#include <signal.h>
 #include <stdint.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -132,6 +133,24 @@ int lmb_kernel_at_least(long major, long minor);
 int lmb_kernel_at_least3(long major, long minor, long patch);
 int lmb_read_lines(long fd, char *buf, size_t size, int (*line)(char *text, void *arg),
 		   void *arg);
+
+/*
+ * sigsys.c: the guard around the probe's membarrier(2) calls, against a
+ * seccomp filter that traps them (SECCOMP_RET_TRAP raises SIGSYS, which
+ * kills where SIGSYS has its default action).  Between enter and leave a
+ * trap of membarrier(2) in the calling thread only sets the mark that
+ * lmb_sigsys_trapped() reads (for good: a filter is never removed), and
+ * the trapped call's result is garbage.  The guard is not taken where the
+ * application handles SIGSYS itself: its handler sees the trap.
+ */
+struct lmb_sigsys_guard {
+	sigset_t mask;		/* the thread's signal mask before */
+	int held;		/* LMB_GUARD_... */
+};
+enum { LMB_GUARD_NONE, LMB_GUARD_NESTED, LMB_GUARD_HOLDER };
+void lmb_sigsys_enter(struct lmb_sigsys_guard *g);
+void lmb_sigsys_leave(struct lmb_sigsys_guard *g);
+int lmb_sigsys_trapped(void);
 
 /* Write "libmembarrier: WHAT" to stderr and abort() (die.c). */
 __attribute__((noreturn)) void lmb_die(const char *what, long n1, long n2);

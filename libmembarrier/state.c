@@ -79,11 +79,20 @@ static int lmb_env_signal(void)
 	return (int)sig;
 }
 
-/* QUERY, as the kernel word. */
+/*
+ * What a membarrier(2) that a seccomp filter trapped (SECCOMP_RET_TRAP)
+ * stands for: no membarrier, as where the kernel has none, so that no
+ * later call of the library's own makes it trap again (sigsys.c).
+ */
+#define LMB_K_TRAPPED (LMB_K_VALID | LMB_K_FAILED | ENOSYS)
+
+/* QUERY, as the kernel word (under the guard of sigsys.c). */
 static uint32_t lmb_query_word(void)
 {
 	int ret = lmb_sys_membarrier(MEMBARRIER_CMD_QUERY, 0, 0);
 
+	if (lmb_sigsys_trapped())
+		return LMB_K_TRAPPED;
 	/*
 	 * The kernel answers QUERY with a mask, never with an error (flags is
 	 * 0); ENOSYS means no membarrier (before 4.3, or CONFIG_MEMBARRIER=n),
@@ -123,9 +132,57 @@ int lmb_kernel_query(void)
 		st.kern = __atomic_load_n(&lmb_kern_word, __ATOMIC_ACQUIRE);
 	}
 	/* LIBMEMBARRIER_HEAVY=signal|fence: the application asks, now. */
-	if (st.kern & LMB_K_UNASKED)
-		st.kern = lmb_publish_word(&lmb_kern_word, st.kern, lmb_query_word());
+	if (st.kern & LMB_K_UNASKED) {
+		struct lmb_sigsys_guard g;
+		uint32_t fresh;
+
+		lmb_sigsys_enter(&g);
+		fresh = lmb_query_word();
+		lmb_sigsys_leave(&g);
+		st.kern = lmb_publish_word(&lmb_kern_word, st.kern, fresh);
+	}
 	return st.kern & LMB_K_FAILED ? -lmb_st_kerrno(st) : lmb_st_kmask(st);
+}
+
+/* The command of a kernel mechanism's barrier (mechanism.c), or 0. */
+static int lmb_barrier_command(int mechanism)
+{
+	switch (mechanism) {
+	case MEMBARRIER_MECHANISM_PRIVATE_EXPEDITED:
+		return MEMBARRIER_CMD_PRIVATE_EXPEDITED;
+	case MEMBARRIER_MECHANISM_SHARED_EXPEDITED:
+		return MEMBARRIER_CMD_SHARED_EXPEDITED;
+	case MEMBARRIER_MECHANISM_GLOBAL:
+		return MEMBARRIER_CMD_GLOBAL;
+	}
+	return 0;
+}
+
+/* The heavy mechanism for the kernel word kern: the one asked for where
+ * it can serve, else the first of lmb_order that can. */
+static int lmb_choose(uint32_t kern, int forced, int skipped, int sig)
+{
+	lmb_state_t st = { kern, 0 };
+	int kmask = lmb_st_kmask(st), heavy = 0, cmd;
+
+	if (forced && lmb_mech_setup(forced, kmask, skipped, sig))
+		heavy = forced;
+	for (size_t i = 0; !heavy; i++)
+		if (lmb_mech_setup(lmb_order[i], kmask, skipped, sig))
+			heavy = lmb_order[i];
+	/*
+	 * The barrier's own command, once, with flags the kernel refuses
+	 * (EINVAL, before it does anything): a filter that traps it traps
+	 * now, under the guard, rather than at the first barrier.  GLOBAL's
+	 * and SHARED_EXPEDITED's set-up issue no command (GLOBAL serves on
+	 * riscv64 before Linux 6.9 even where PRIVATE_EXPEDITED answers),
+	 * and PRIVATE_EXPEDITED's registration tells nothing of a filter
+	 * that traps the barrier only.
+	 */
+	cmd = lmb_barrier_command(heavy);
+	if (cmd != 0 && !skipped)
+		(void)lmb_sys_membarrier(cmd, ~0u, 0);
+	return heavy;
 }
 
 static lmb_state_t lmb_probe(void)
@@ -133,24 +190,39 @@ static lmb_state_t lmb_probe(void)
 	int invalid, forced = lmb_env_mechanism(&invalid);
 	int skipped = forced == MEMBARRIER_MECHANISM_SIGNAL ||
 		      forced == MEMBARRIER_MECHANISM_FENCE;
-	int kmask, sig = lmb_env_signal(), heavy = 0;
+	int kmask, sig = lmb_env_signal(), heavy;
+	struct lmb_sigsys_guard g;
+	uint32_t fresh;
 	lmb_state_t st;
 
 	/*
-	 * The kernel word first.  With the probe skipped the library never
-	 * calls membarrier(2) itself (a seccomp filter may kill for it).
+	 * With the probe skipped the library never calls membarrier(2)
+	 * itself (a seccomp filter may kill for it); otherwise every call it
+	 * makes here is under the guard of sigsys.c, and a trap of any of
+	 * them (QUERY, a registration, a barrier's command) stands for a
+	 * kernel without membarrier(2).  So the kernel word is published
+	 * after the mechanism's set-up, and the library word, derived from
+	 * the kernel word that won, after it.
 	 */
+	if (!skipped)
+		lmb_sigsys_enter(&g);
 	st.kern = __atomic_load_n(&lmb_kern_word, __ATOMIC_ACQUIRE);
-	if (st.kern == 0)
-		st.kern = lmb_publish_word(&lmb_kern_word, 0,
-					   skipped ? LMB_K_VALID | LMB_K_UNASKED : lmb_query_word());
+	if (st.kern != 0) {
+		heavy = lmb_choose(st.kern, forced, skipped, sig);
+	} else {
+		fresh = skipped ? LMB_K_VALID | LMB_K_UNASKED : lmb_query_word();
+		heavy = lmb_choose(fresh, forced, skipped, sig);
+		if (lmb_sigsys_trapped() && fresh != LMB_K_TRAPPED) {
+			fresh = LMB_K_TRAPPED;
+			heavy = lmb_choose(fresh, forced, skipped, sig);
+		}
+		st.kern = lmb_publish_word(&lmb_kern_word, 0, fresh);
+		if (st.kern != fresh)
+			heavy = lmb_choose(st.kern, forced, skipped, sig);
+	}
+	if (!skipped)
+		lmb_sigsys_leave(&g);
 	kmask = lmb_st_kmask(st);
-
-	if (forced && lmb_mech_setup(forced, kmask, skipped, sig))
-		heavy = forced;
-	for (size_t i = 0; !heavy; i++)
-		if (lmb_mech_setup(lmb_order[i], kmask, skipped, sig))
-			heavy = lmb_order[i];
 
 	/* The signal itself lives in sig-choose.c: it can change at run time. */
 	st.lib = LMB_L_VALID | (uint32_t)heavy;

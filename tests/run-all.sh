@@ -270,7 +270,7 @@ check asan-ubsan LITMUS_ROUNDS=100000 LITMUS_CHURN_ROUNDS=20000
 # churn the fallback and fork tests time out under it.  TSan's
 # instrumentation also hides the store-buffer reordering the litmus
 # control must find.  The default and ASan+UBSan builds run them in full.
-CHECK_TESTS="tests/commands tests/errors tests/errno-table tests/cache tests/race tests/header.sh tests/symbols.sh tests/info.sh tests/layering.sh tests/bit10 tests/late-sandbox tests/sync-core tests/cancel tests/altstack tests/sandbox-signal.sh tests/list-complete tests/nspid-groups" \
+CHECK_TESTS="tests/commands tests/errors tests/errno-table tests/cache tests/race tests/header.sh tests/symbols.sh tests/info.sh tests/layering.sh tests/bit10 tests/late-sandbox tests/sigsys-probe tests/sigsys-race tests/sync-core tests/cancel tests/altstack tests/sandbox-signal.sh tests/list-complete tests/nspid-groups" \
 	check tsan TSAN_OPTIONS=halt_on_error=1
 if [ -n "$m32_runs" ]; then
 	check i386 LITMUS_ROUNDS=100000
