@@ -112,8 +112,12 @@ m32="gcc -m32 -idirafter /usr/include/x86_64-linux-gnu"
 mkdir -p _build
 printf 'int main(void) { return 0; }\n' >_build/m32.c
 m32_runs=
-if $m32 -o _build/m32 _build/m32.c 2>/dev/null && _build/m32; then
+if $m32 -o _build/m32 _build/m32.c 2>/dev/null && (_build/m32) 2>/dev/null; then
 	m32_runs=yes
+	echo "run-all: this kernel runs 32-bit x86 programs: the i386 build runs natively"
+else
+	echo "run-all: this kernel does not run 32-bit x86 programs (no IA32 emulation):" \
+		"the i386 build runs under qemu-i386"
 fi
 
 # build NAME: prebuild with NAME's configure arguments.
