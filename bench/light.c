@@ -14,10 +14,15 @@
  *         call-barrier  the critical section in a separate function
  *         call-light    the same with membarrier_light()
  *         fence         a full fence, for scale
+ *         optin-barrier, optin, call-optin-barrier, call-optin
+ *                       the first four again, compiled in
+ *                       bench/light-optin.c, where membarrier_light() is
+ *                       LIBMEMBARRIER_LIGHT_COMPILER_BARRIER's
  *       Each round runs every loop once for the same number of reads, the
  *       pairs to compare next to each other and in alternating order, and
- *       gives the ratio light / barrier (and call-light / call-barrier)
- *       within the round: whatever the machine's other jobs do to one
+ *       gives the ratios light / barrier, call-light / call-barrier,
+ *       optin / optin-barrier and call-optin / call-optin-barrier within
+ *       the round: whatever the machine's other jobs do to one
  *       round cancels out in its ratio.  Prints one RESULT line per round
  *       and, per ratio, the median, quartiles and extremes over the
  *       rounds, and whether the goal (within 2%) is met: the 95%
@@ -40,38 +45,10 @@
 
 #include "membarrier.h"
 #include "bench.h"
+#include "light.h"
 
 #define MAX_ROUNDS 1000
 #define GOAL 1.02
-
-struct obj {
-	int alive;
-	long value;
-};
-
-static struct obj pool[2] = { { 1, 0 }, { 1, 0 } };
-static struct obj *current = &pool[0];
-static unsigned long gp_counter = 1;
-static _Alignas(64) unsigned long snap;
-
-#define COMPILER_BARRIER() __asm__ __volatile__("" : : : "memory")
-#define FENCE() __atomic_thread_fence(__ATOMIC_SEQ_CST)
-
-/* One read-side critical section, as in bench/rw.c. */
-#define READ_ONE(BARRIER, bad)                                                       \
-	do {                                                                         \
-		struct obj *p_;                                                      \
-		__atomic_store_n(&snap, __atomic_load_n(&gp_counter, __ATOMIC_RELAXED), \
-				 __ATOMIC_RELAXED);                                  \
-		BARRIER;                                                             \
-		p_ = __atomic_load_n(&current, __ATOMIC_CONSUME);                    \
-		if (!__atomic_load_n(&p_->alive, __ATOMIC_RELAXED))                  \
-			(bad)++;                                                     \
-		BARRIER;                                                             \
-		__atomic_store_n(&snap, 0, __ATOMIC_RELAXED);                        \
-	} while (0)
-
-#define NOINLINE __attribute__((noinline))
 
 NOINLINE static unsigned long loop_barrier(unsigned long n)
 {
@@ -143,6 +120,10 @@ static const struct loop {
 	{ "call-barrier", loop_call_barrier },
 	{ "call-light", loop_call_light },
 	{ "fence", loop_fence },
+	{ "optin-barrier", loop_optin_barrier },
+	{ "optin", loop_optin },
+	{ "call-optin-barrier", loop_call_optin_barrier },
+	{ "call-optin", loop_call_optin },
 };
 #define NLOOPS (int)(sizeof(loops) / sizeof(loops[0]))
 
@@ -194,6 +175,7 @@ static void summary(const char *label, double *r, int n)
 int main(int argc, char **argv)
 {
 	static double ratio_inline[MAX_ROUNDS], ratio_call[MAX_ROUNDS];
+	static double ratio_optin[MAX_ROUNDS], ratio_call_optin[MAX_ROUNDS];
 	struct membarrier_strategy st;
 	int rounds, cpu;
 	unsigned long n;
@@ -226,7 +208,9 @@ int main(int argc, char **argv)
 	while (timed(0, n) * (double)n < 4e6 && n < (1UL << 32))
 		n *= 2;
 	for (int r = 0; r < rounds; r++) {
-		static const int order[2][NLOOPS] = { { 0, 1, 3, 2, 4 }, { 1, 0, 2, 3, 4 } };
+		/* Each pair next to each other, each first in turn. */
+		static const int order[2][NLOOPS] = { { 0, 1, 3, 2, 5, 6, 8, 7, 4 },
+						      { 1, 0, 2, 3, 6, 5, 7, 8, 4 } };
 
 		for (int k = 0; k < NLOOPS; k++) {
 			int l = order[r % 2][k];
@@ -235,12 +219,17 @@ int main(int argc, char **argv)
 		}
 		ratio_inline[r] = ns[1] / ns[0];
 		ratio_call[r] = ns[3] / ns[2];
+		ratio_optin[r] = ns[6] / ns[5];
+		ratio_call_optin[r] = ns[8] / ns[7];
 		printf("RESULT label=light-round round=%d reads=%lu", r, n);
 		for (int l = 0; l < NLOOPS; l++)
 			printf(" ns_%s=%.4f", loops[l].name, ns[l]);
-		printf(" ratio_inline=%.4f ratio_call=%.4f\n", ratio_inline[r], ratio_call[r]);
+		printf(" ratio_inline=%.4f ratio_call=%.4f ratio_optin=%.4f ratio_call_optin=%.4f\n",
+		       ratio_inline[r], ratio_call[r], ratio_optin[r], ratio_call_optin[r]);
 	}
 	summary("light-inline", ratio_inline, rounds);
 	summary("light-call", ratio_call, rounds);
+	summary("light-optin", ratio_optin, rounds);
+	summary("light-call-optin", ratio_call_optin, rounds);
 	return 0;
 }

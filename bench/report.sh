@@ -249,7 +249,16 @@ i_qr=$(get wrapper.txt instr-query-raw-syscall instructions)
 lt() { get light.txt "light-$1" "$2"; }
 li_goal=$(lt inline met | sed 's/^yes$/met/; s/^no$/not met/; s/^$/not measured/')
 lc_goal=$(lt call met | sed 's/^yes$/met/; s/^no$/not met/; s/^$/not measured/')
+lo_goal=$(lt optin met | sed 's/^yes$/met/; s/^no$/not met/; s/^$/not measured/')
+lco_goal=$(lt call-optin met | sed 's/^yes$/met/; s/^no$/not met/; s/^$/not measured/')
 ir() { get light.txt "instr-read-$1" instructions; }
+sr() { get signal.txt "signal-runnable-$1" "$2"; }
+# sh MECH THREADS on|off FIELD: the median over the rounds of bench/share.
+sh_() { median share.txt "share-$1-$2-$3" "$4"; }
+sh_cph8=$(sh_ private-expedited 8 on calls_per_heavy)
+sh_med8=$(ratio "$(sh_ private-expedited 8 on median_us)" "$(sh_ private-expedited 1 on median_us)" 2)
+sg_cph8=$(sh_ signal 8 on calls_per_heavy)
+sg_med8=$(ratio "$(sh_ signal 8 on median_us)" "$(sh_ signal 1 on median_us)" 2)
 verdict() { # VALUE OP LIMIT
 	awk -v x="$1" -v op="$2" -v l="$3" 'BEGIN {
 		if (x == "" || x == "-") { print "not measured"; exit }
@@ -330,6 +339,8 @@ switch on the host, not a hardware interrupt (see "On real hardware").
 | the victim's throughput then, vs a neighbour spinning in user space (under TCG it follows the host's CPU contention more than the IPIs: section 3): no limit / default limit / expedited off | $(ratio "$dos_nl" "$busy_ops" 2) / $(ratio "$dos_dl" "$busy_ops" 2) / $(ratio "$dos_off" "$busy_ops" 2) |
 | membarrier_light() / compiler barrier, interleaved rounds, in the reader loop | median $(lt inline ratio_median), 95% interval $(lt inline ci95_lo)-$(lt inline ci95_hi) (goal: at most 1.02: **$li_goal**) |
 | the same, the critical section in a separate function | median $(lt call ratio_median), 95% interval $(lt call ci95_lo)-$(lt call ci95_hi) (**$lc_goal**) |
+| LIBMEMBARRIER_LIGHT_COMPILER_BARRIER's membarrier_light() / compiler barrier, reader loop; separate function | median $(lt optin ratio_median), 95% interval $(lt optin ci95_lo)-$(lt optin ci95_hi) (**$lo_goal**); median $(lt call-optin ratio_median), $(lt call-optin ci95_lo)-$(lt call-optin ci95_hi) (**$lco_goal**) |
+| 8 threads calling membarrier_heavy(), shared: calls per barrier; median latency vs a lone caller | private-expedited $(sig "$sh_cph8"), $sh_med8 x; signal $(sig "$sg_cph8"), $sg_med8 x (section 6) |
 | membarrier(PRIVATE_EXPEDITED) through the library vs raw syscall() | ${i_pl:--} vs ${i_pr:--} user-space instructions per call |
 | QUERY from the library (inline) vs from the kernel | $(fmt "$q_l") ns vs $(fmt "$q_k") ns: $q_ratio x faster (the library's function: $(fmt "$q_f") ns, $q_fratio x) |
 
@@ -602,6 +613,49 @@ of /proc/self/task/TID/syscall and is not woken (libmembarrier/sig.h).
 | 32 sleeping | $(fmt "$s32") | $(fmt "$s32p") |
 | 1 running, 32 sleeping | $(fmt "$s133") | $(fmt "$s133p") |
 
+Under CPU contention a thread that is runnable but preempted must get its
+CPU back before it runs the handler: with k threads running
+membarrier_light() on each other CPU (the caller alone on CPU 0), 200
+calls each:
+
+| runnable threads per other CPU | median, us | p90, us |
+|---|---|---|
+| 1 | $(fmt "$(sr 1 median_us)") | $(fmt "$(sr 1 p90_us)") |
+| 2 | $(fmt "$(sr 2 median_us)") | $(fmt "$(sr 2 p90_us)") |
+| 4 | $(fmt "$(sr 4 median_us)") | $(fmt "$(sr 4 p90_us)") |
+
+## 6. Concurrent heavy barriers
+
+\`bench/share THREADS SECONDS on|off\`: THREADS threads call
+membarrier_heavy() back to back for $(m share_seconds) s, unpinned, while one
+more thread runs membarrier_light() on the last CPU; "shared" is the
+library as shipped (concurrent callers share a call, libmembarrier/
+coalesce.c), "not" makes one call per barrier.  Calls per barrier counts
+the mechanism's calls (kernel commands, or signal rounds) per completed
+membarrier_heavy(); latencies pool every caller's.  Medians of three
+interleaved rounds.  GLOBAL is never shared by the library (the kernel
+shares its grace periods): its two rows show what the kernel does.
+
+| mechanism | threads | calls per barrier, shared | barriers/s, shared / not | median us, shared / not | p99 us, shared / not | median vs a lone caller, shared |
+|---|---|---|---|---|---|---|
+$(for mech in private-expedited signal global; do
+	for n in 1 2 8 32; do
+		printf '| %s | %s | %s | %s / %s | %s / %s | %s / %s | %s x |\n' "$mech" "$n" \
+			"$(sig "$(sh_ "$mech" "$n" on calls_per_heavy)")" \
+			"$(sig "$(sh_ "$mech" "$n" on heavy_per_s)")" "$(sig "$(sh_ "$mech" "$n" off heavy_per_s)")" \
+			"$(fmt "$(sh_ "$mech" "$n" on median_us)")" "$(fmt "$(sh_ "$mech" "$n" off median_us)")" \
+			"$(fmt "$(sh_ "$mech" "$n" on p99_us)")" "$(fmt "$(sh_ "$mech" "$n" off p99_us)")" \
+			"$(ratio "$(sh_ "$mech" "$n" on median_us)" "$(sh_ "$mech" 1 on median_us)" 2)"
+	done
+done)
+
+On $(m host_cpus) CPUs with one of them kept busy by the light-side
+thread, a PRIVATE_EXPEDITED call of about a microsecond rarely overlaps
+another caller: the callers take turns on the CPUs rather than arrive
+during each other's calls, so there is little to share, and sharing
+costs nothing measurable either.  A signal round takes tens of
+microseconds, so callers do arrive during it and share.
+
 ## Goals
 
 Each goal as measured in this run; a ratio counts as met only when its
@@ -617,6 +671,10 @@ Each goal as measured in this run; a ratio counts as met only when its
 | cached QUERY at least 100 x faster than the kernel's | $q_ratio x, 95% interval $q_lo-$q_hi, 21 interleaved rounds (the function itself: $q_fratio x) | **$goal_query** |
 | heavy() over signals, 1 other running thread, at most 10 us | median $(fmt "$s1") us, p90 $(fmt "$s1p") us | **$goal_s1** |
 | heavy() over signals, 32 sleeping threads, at most 50 us | median $(fmt "$s32") us, p90 $(fmt "$s32p") us | **$goal_s32** |
+| LIBMEMBARRIER_LIGHT_COMPILER_BARRIER: membarrier_light() within 2% of a compiler barrier, in the reader loop | median $(lt optin ratio_median), 95% interval $(lt optin ci95_lo)-$(lt optin ci95_hi), quartiles $(lt optin ratio_q25)-$(lt optin ratio_q75) | **$lo_goal** |
+| the same, the barrier in a separate function | median $(lt call-optin ratio_median), 95% interval $(lt call-optin ci95_lo)-$(lt call-optin ci95_hi) | **$lco_goal** |
+| 8 concurrent membarrier_heavy() callers: at most 0.5 calls of the mechanism per barrier (private-expedited; signal) | $(sig "$sh_cph8"); $(sig "$sg_cph8") | **$(verdict "$sh_cph8" "<=" 0.5)**; **$(verdict "$sg_cph8" "<=" 0.5)** |
+| the same: median latency at most 2 x a lone caller's (private-expedited; signal) | $sh_med8 x; $sg_med8 x | **$(verdict "$sh_med8" "<=" 2)**; **$(verdict "$sg_med8" "<=" 2)** |
 | run-time-detected reader at least 4 x the fence-based one (reader/writer) | $rt_vs_fe x | **$goal_4** |
 | SHARED_EXPEDITED fairness: an honest caller's p99 within 2 x its unloaded p99, under 1, 8, 64 attacker threads of another uid | worst median ratio ${fair_worst_p99:--} (section 3b) | **$goal_fair_p99** |
 | the victim CPU's IPI rate within 1.1 x the limit under those attacks | worst ${fair_worst_ipi:--}/s against ${fair_limit:--}/s | **$goal_fair_ipi** |
@@ -624,13 +682,15 @@ Each goal as measured in this run; a ratio counts as met only when its
 ![light barrier, per round](light.png)
 
 The light barrier's ratio is taken within each round (bench/light.c):
-five loops of the same read-side critical section run one after the
-other on one pinned CPU, the two to compare next to each other and in
+nine loops of the same read-side critical section run one after the
+other on one pinned CPU (the opted-in ones in a translation unit of
+their own, compared with the compiler-barrier loops of that unit), the two to compare next to each other and in
 alternating order, for the same number of reads, timed in the thread's
 CPU time.  What another job does to a round shows in both halves of its
 ratio.  The code the compiler made of the loops (objdump; the flag's
 load, test and branch are the only difference, and the two light
-barriers of a critical section share one load):
+barriers of a critical section share one load; the opted-in loop has
+neither):
 
 \`\`\`
 $(cat "$d/light-objdump.txt" 2>/dev/null)

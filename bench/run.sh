@@ -13,7 +13,9 @@
 #   3. the denial-of-service figure (guest, 2 vCPUs), and fairness: an
 #      honest caller's latency and the victim's IPI rate under 0-64
 #      attacker threads (guest, 4 vCPUs);
-#   4. the wrapper's cost: callgrind instructions and QUERY timings (host).
+#   4. the wrapper's cost: callgrind instructions and QUERY timings (host);
+#   5. the signal mechanism per thread, and under CPU contention (host);
+#   6. concurrent heavy barriers, sharing calls or not (host).
 #
 # Environment (defaults in brackets, sized for a full run in well under 20
 # minutes on 2 host cores, where TCG runs the guests):
@@ -28,6 +30,7 @@
 #   BENCH_FAIR_SECONDS [4]   per phase; 3 interleaved rounds of 5 phases
 #   BENCH_CALLGRIND_CALLS [100000]
 #   BENCH_LIGHT_ROUNDS [101]  interleaved rounds of bench/light
+#   BENCH_SHARE_SECONDS [1]   per bench/share run (72 runs)
 #   BENCH_REPORT [bench-report in the build tree]
 set -u
 top_builddir=$(cd "${top_builddir:-.}" && pwd)
@@ -47,6 +50,7 @@ dos_secs=${BENCH_DOS_SECONDS:-1.5}
 fair_secs=${BENCH_FAIR_SECONDS:-4}
 cg_calls=${BENCH_CALLGRIND_CALLS:-100000}
 light_rounds=${BENCH_LIGHT_ROUNDS:-101}
+share_secs=${BENCH_SHARE_SECONDS:-1}
 repeat_vcpus=${BENCH_REPEAT_VCPUS:-$(for n in $vcpus; do echo "$n"; done | sort -n |
 	awk -v c="$(nproc)" 'NR == 1 || $1 <= c { v = $1 } END { print v }')}
 start=$(date +%s)
@@ -61,7 +65,7 @@ show() {
 		s = ""
 		for (i = 2; i <= NF; i++) {
 			split($i, kv, "=")
-			if (kv[1] ~ /^(label|calls|mean_us|median_us|ipi_per_call|mech|reads_per_s|ns_per_read|violations|victim_ops_per_s|victim_ipis_per_s|victim_irqs_per_s|attacker_calls_per_s|ns|instructions|skipped)$/)
+			if (kv[1] ~ /^(label|calls|calls_per_heavy|p99_us|mean_us|median_us|ipi_per_call|mech|reads_per_s|ns_per_read|violations|victim_ops_per_s|victim_ipis_per_s|victim_irqs_per_s|attacker_calls_per_s|ns|instructions|skipped)$/)
 				s = s " " $i
 		}
 		printf "         %s\n", s; fflush()
@@ -123,6 +127,7 @@ cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
 	echo "repeat_calls=$repeat_calls"
 	echo "dos_seconds=$dos_secs"
 	echo "fair_seconds=$fair_secs"
+	echo "share_seconds=$share_secs"
 	echo "repeat_vcpus=$repeat_vcpus"
 	echo "vcpus=$vcpus"
 } >"$data/machine.txt"
@@ -195,13 +200,14 @@ cg_read() { # LOOP READS: instructions of the whole program
 	callgrind_annotate "$tmp/cg" 2>/dev/null |
 		awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}'
 }
-for loop in barrier light call-barrier call-light fence; do
+for loop in barrier light call-barrier call-light fence optin-barrier optin call-optin-barrier \
+	call-optin; do
 	t1=$(cg_read "$loop" "$cg_calls") && t2=$(cg_read "$loop" $((2 * cg_calls))) &&
 		[ -n "$t1" ] && [ -n "$t2" ] &&
 		awk -v l="$loop" -v a="$t1" -v b="$t2" -v n="$cg_calls" \
 			'BEGIN { printf "RESULT label=instr-read-%s instructions=%.2f\n", l, (b - a) / n }'
 done | tee -a "$data/light.txt" | show
-for f in loop_barrier loop_light read_barrier read_light; do
+for f in loop_barrier loop_light read_barrier read_light loop_optin read_optin; do
 	echo "$f:"
 	objdump -d --no-show-raw-insn "$b/light" |
 		awk -v f="<$f>:" '$2 == f { on = 1; next } on && NF == 0 { exit } on' |
@@ -237,6 +243,34 @@ progress "host: membarrier_heavy() over signals with 1 running / 32 sleeping thr
 	LIBMEMBARRIER_HEAVY=signal "$b/latency" threads 0 32 2000 signal-32-sleeping
 	LIBMEMBARRIER_HEAVY=signal "$b/latency" threads 1 32 2000 signal-1-running-32-sleeping
 } 2>&1 | tee "$data/signal.txt" | show
+
+# ### 6. Concurrent heavy barriers, shared or not (host) ######################
+# bench/share: THREADS callers of membarrier_heavy() in a loop, with one
+# light-side thread on the last CPU; "on" shares calls (coalesce.c), "off"
+# makes one call per barrier.  Three interleaved rounds; the report takes
+# medians.
+progress "host: concurrent heavy barriers, 1/2/8/32 threads, shared and not, ${share_secs}s each, 3 rounds"
+: >"$data/share.txt"
+for r in 1 2 3; do
+	for m in private-expedited signal global; do
+		for n in 1 2 8 32; do
+			for how in on off; do
+				LIBMEMBARRIER_HEAVY=$m "$b/share" "$n" "$share_secs" "$how" \
+					"share-$m-$n-$how"
+			done
+		done
+	done 2>&1 | sed "s/^RESULT /RESULT round=$r /" | tee -a "$data/share.txt" | show
+done
+
+# The signal mechanism under CPU contention: a preempted, runnable thread
+# must get its CPU back to run the handler.  1, 2 and 4 threads running
+# membarrier_light() on each other CPU, the caller alone on CPU 0.
+progress "host: membarrier_heavy() over signals with 1, 2, 4 runnable threads per other CPU"
+others=$(($(nproc) - 1))
+[ "$others" -ge 1 ] || others=1
+for k in 1 2 4; do
+	LIBMEMBARRIER_HEAVY=signal "$b/latency" threads $((k * others)) 0 200 "signal-runnable-$k"
+done 2>&1 | tee -a "$data/signal.txt" | show
 
 # ### Guests ###################################################################
 progress "guest: the patched kernel (kernel/build.sh patched; cached after the first build)"
