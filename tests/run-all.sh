@@ -274,7 +274,7 @@ check asan-ubsan LITMUS_ROUNDS=100000 LITMUS_CHURN_ROUNDS=20000
 # churn the fallback and fork tests time out under it.  TSan's
 # instrumentation also hides the store-buffer reordering the litmus
 # control must find.  The default and ASan+UBSan builds run them in full.
-CHECK_TESTS="tests/commands tests/errors tests/errno-table tests/cache tests/race tests/header.sh tests/symbols.sh tests/info.sh tests/layering.sh tests/bit10 tests/late-sandbox tests/sigsys-probe tests/sigsys-race tests/sync-core tests/cancel tests/altstack tests/sandbox-signal.sh tests/list-complete tests/nspid-groups" \
+CHECK_TESTS="tests/commands tests/errors tests/errno-table tests/cache tests/race tests/header.sh tests/symbols.sh tests/static.sh tests/info.sh tests/layering.sh tests/bit10 tests/late-sandbox tests/sigsys-probe tests/sigsys-race tests/share tests/light-optin tests/sync-core tests/cancel tests/altstack tests/sandbox-signal.sh tests/list-complete tests/nspid-groups" \
 	check tsan TSAN_OPTIONS=halt_on_error=1
 if [ -n "$m32_runs" ]; then
 	check i386 LITMUS_ROUNDS=100000
@@ -285,7 +285,7 @@ else
 	# the three tests that do that (fallback, signal-cases, litmus.sh)
 	# run natively and under qemu-user on four other architectures.
 	echo "# this kernel cannot execute 32-bit x86 programs: the i386 suite runs under qemu-i386, without tests/fallback, tests/signal-cases and tests/litmus.sh"
-	CHECK_TESTS="tests/commands tests/errors tests/cache tests/fork tests/race tests/errno-table tests/pidns tests/header.sh tests/symbols.sh tests/info.sh tests/layering.sh tests/list-complete tests/nspid-groups man/check-pages.sh man/check-examples.sh" \
+	CHECK_TESTS="tests/commands tests/errors tests/cache tests/fork tests/race tests/errno-table tests/pidns tests/header.sh tests/symbols.sh tests/static.sh tests/info.sh tests/layering.sh tests/list-complete tests/nspid-groups man/check-pages.sh man/check-examples.sh" \
 		check i386
 fi
 
@@ -295,8 +295,9 @@ fi
 # of every thread a program started, and a round of the signal mechanism
 # takes 50-350 us there, 0.6 to 2.7 ms with thread churn: fewer litmus
 # rounds (5000 with churn).  The architectures only
-# compiled run tests/symbols.sh and tests/header.sh (riscv64 also
-# tests/riscv-gate.sh).
+# compiled run tests/symbols.sh, tests/header.sh and tests/static.sh
+# (which links there and runs only under riscv64's qemu-user; riscv64
+# also runs tests/riscv-gate.sh).
 echo "== cross"
 for a in $emulated; do
 	echo "== $a under qemu-user"
@@ -313,7 +314,7 @@ for a in $compiled; do
 	built "$a" || continue
 	# riscv64 also checks, under qemu-riscv64 with the kernel release
 	# it pretends, which releases' PRIVATE_EXPEDITED the library uses.
-	t=tests/symbols.sh\ tests/header.sh
+	t="tests/symbols.sh tests/header.sh tests/static.sh"
 	[ "$a" != riscv64 ] || t="$t tests/riscv-gate.sh"
 	( cd "_build/$a" && make -s check TESTS="$t" check_PROGRAMS= ) \
 		>"_build/$a.out" 2>&1 || { status=1; tail -20 "_build/$a.out"; }

@@ -143,6 +143,22 @@ build_library_tests() {
 	rm -rf "$lib/obj"
 }
 
+# build_static_link: tests/static-link.c linked -static with the build
+# tree's libmembarrier.a, the product as a user links it (pkg-config
+# --static), in $TMPD/lib (for /lib-tests/static-link).  For guests of
+# the build's own architecture: the archive is the build's.
+build_static_link() {
+	local b=${top_builddir:-.} lib=$TMPD/lib
+	b=$(cd "$b" && pwd)
+	[ -f "$b/libmembarrier/libmembarrier.a" ] ||
+		{ echo "Bail out! no libmembarrier.a in $b"; exit 1; }
+	mkdir -p "$lib"
+	"${GUEST_CC:-gcc}" -static -O2 -std=c11 -Wall -Wextra -Werror -pthread \
+		-I"$b/libmembarrier" -I"$top_dir/tests" -o "$lib/static-link" \
+		"$top_dir/tests/static-link.c" "$b/libmembarrier/libmembarrier.a" -lpthread ||
+		{ echo "Bail out! cannot link tests/static-link.c with libmembarrier.a"; exit 1; }
+}
+
 # guest_script FILE: start FILE, a guest shell script that runs several
 # programs in one boot (a boot costs seconds under TCG): it defines
 # "run DESCRIPTION COMMAND...", which runs COMMAND under timeout(1) (600 s)
