@@ -5,10 +5,16 @@
  *
  *   share THREADS SECONDS on|off [LABEL]
  *       THREADS threads call membarrier_heavy() back to back for SECONDS,
- *       unpinned, with calls shared (on) or each its own (off), while one
- *       more thread runs membarrier_light() in a loop on the last CPU (an
- *       idle CPU gets no IPI: without it a lone caller's expedited
- *       command would look free).  The mechanism is the library's choice
+ *       with calls shared (on) or each its own (off), while one more
+ *       thread runs membarrier_light() in a loop on the last CPU (an idle
+ *       CPU gets no IPI: without it a lone caller's expedited command
+ *       would look free).  The callers are left to the scheduler, as most
+ *       programs leave their threads.  A caller that shares the light
+ *       thread's CPU makes calls that need no IPI, so a run now and then
+ *       lands in that mode: bench/run.sh takes the median of three.
+ *       (Pinned one per CPU, the signal mechanism's figures collapsed: a
+ *       woken caller that may not move waits behind the light thread for
+ *       a time slice before it can run the next round's handler.)  The mechanism is the library's choice
  *       or LIBMEMBARRIER_HEAVY's.
  *
  * Prints "RESULT label=... threads=N heavy=H calls=C calls_per_heavy=C/H

@@ -68,12 +68,28 @@ static int lmb_co_reached(uint32_t word, uint32_t target)
 	return (int32_t)((word & ~(LMB_CO_RUNNING | LMB_CO_WAITERS)) - target) >= 0;
 }
 
-/* Run the call as the one that set LMB_CO_RUNNING in word; end it. */
+/*
+ * Run the call as the one that set LMB_CO_RUNNING in word; end it.  If
+ * callers went to sleep during the call, they need the next one: run it
+ * at once, for them, before waking them (ending this call and starting
+ * that one in one compare-and-swap, after their arrival), so that they
+ * wake once, served, rather than wake to find the next call still to
+ * make.  One such call at most: the runner's own wait stays two calls.
+ */
 static void lmb_co_run(int mechanism, uint32_t word, uintptr_t self)
 {
+	int again = 1;
+
 	__atomic_store_n(&lmb_co.owner, self, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	(void)lmb_mech_barrier(mechanism);
+	do {
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		(void)lmb_mech_barrier(mechanism);
+		word = __atomic_load_n(&lmb_co.word, __ATOMIC_RELAXED);
+	} while ((word & LMB_CO_WAITERS) && again-- &&
+		 __atomic_compare_exchange_n(&lmb_co.word, &word,
+					     ((word | LMB_CO_RUNNING | LMB_CO_WAITERS) + 1) |
+					     LMB_CO_RUNNING | LMB_CO_WAITERS, 0,
+					     __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
 	__atomic_store_n(&lmb_co.owner, 0, __ATOMIC_RELAXED);
 	word = __atomic_exchange_n(&lmb_co.word, (word | LMB_CO_RUNNING | LMB_CO_WAITERS) + 1,
 				   __ATOMIC_SEQ_CST);
@@ -86,7 +102,7 @@ int lmb_coalesce(int mechanism)
 	uintptr_t self = (uintptr_t)pthread_self(), owner;
 	uint32_t word, target;
 
-	if (__atomic_load_n(&lmb_co.off, __ATOMIC_RELAXED))
+	if (!lmb_mech_shared(mechanism) || __atomic_load_n(&lmb_co.off, __ATOMIC_RELAXED))
 		return lmb_co_alone(mechanism);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	word = __atomic_load_n(&lmb_co.word, __ATOMIC_SEQ_CST);

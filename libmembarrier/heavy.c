@@ -21,8 +21,11 @@ LMB_EXPORT int membarrier_heavy(void)
 {
 	int mechanism = lmb_st_heavy(lmb_state());
 
-	/* Concurrent callers share a call, where that gains (mechanism.c). */
-	return lmb_mech_shared(mechanism) ? lmb_coalesce(mechanism) : lmb_mech_barrier(mechanism);
+	/* A fence is no call; concurrent callers share the others' where
+	 * that gains (coalesce.c, mechanism.c). */
+	if (mechanism == MEMBARRIER_MECHANISM_FENCE)
+		return lmb_mech_barrier(mechanism);
+	return lmb_coalesce(mechanism);
 }
 
 /*
