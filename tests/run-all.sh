@@ -285,7 +285,7 @@ else
 	# the three tests that do that (fallback, signal-cases, litmus.sh)
 	# run natively and under qemu-user on four other architectures.
 	echo "# this kernel cannot execute 32-bit x86 programs: the i386 suite runs under qemu-i386, without tests/fallback, tests/signal-cases and tests/litmus.sh"
-	CHECK_TESTS="tests/commands tests/errors tests/cache tests/fork tests/race tests/errno-table tests/pidns tests/header.sh tests/symbols.sh tests/static.sh tests/info.sh tests/layering.sh tests/list-complete tests/nspid-groups man/check-pages.sh man/check-examples.sh" \
+	CHECK_TESTS="tests/commands tests/errors tests/cache tests/fork tests/race tests/errno-table tests/pidns tests/header.sh tests/symbols.sh tests/static.sh tests/light-optin tests/info.sh tests/layering.sh tests/list-complete tests/nspid-groups man/check-pages.sh man/check-examples.sh" \
 		check i386
 fi
 
