@@ -155,16 +155,17 @@ static void *churner(void *p)
 
 /*
  * --callers: heavy barriers that thread A's share.  Each caller sleeps
- * between its barriers (up to 200 us, varying): the rendezvous needs
- * both CPUs of a small machine, and eight callers in a tight loop would
- * keep A and B from meeting for whole time slices.
+ * between its barriers (2 to 6 ms, varying): the rendezvous needs both
+ * CPUs of a small machine, and eight callers in a tight loop kept A and B
+ * from meeting for whole time slices (4.7 ms a round); with 0.5 to 2.5 ms
+ * a round took twice as long as without callers.
  */
 static void *caller(void *p)
 {
 	unsigned long i = (unsigned long)p;
 
 	while (!__atomic_load_n(&callers_stop, __ATOMIC_RELAXED)) {
-		struct timespec pause = { 0, 500000 + (long)(i * 7919 % 200) * 10000 };
+		struct timespec pause = { 0, 2000000 + (long)(i * 7919 % 200) * 20000 };
 
 		(void)membarrier_heavy();
 		__atomic_fetch_add(&called, 1, __ATOMIC_RELAXED);

@@ -28,8 +28,8 @@ churn_rounds=${LITMUS_CHURN_ROUNDS:-$rounds}
 # EPERM leads to the same signal mechanism as ENOSYS, which gets the full
 # count; only the probe differs there (tests/fallback, tests/errno-table).
 # Its run adds the eight callers whose heavy barriers thread A's share:
-# the signal mechanism's calls are long, so A often waits for one.
-eperm_rounds=$((rounds / 20))
+# the signal mechanism's calls are long, so A waits for one more often.
+eperm_rounds=$((rounds / 50))
 # Threads that call membarrier_heavy() beside the store-buffering pair,
 # so that the pair's heavy barrier is shared with theirs (coalesce.c).
 callers=8
