@@ -649,12 +649,18 @@ $(for mech in private-expedited signal global; do
 	done
 done)
 
-On $(m host_cpus) CPUs with one of them kept busy by the light-side
-thread, a PRIVATE_EXPEDITED call of about a microsecond rarely overlaps
-another caller: the callers take turns on the CPUs rather than arrive
-during each other's calls, so there is little to share, and sharing
-costs nothing measurable either.  A signal round takes tens of
-microseconds, so callers do arrive during it and share.
+What sharing buys depends on whether callers arrive during each other's
+calls.  A signal round takes tens of microseconds or more, so they do,
+and sharing cuts both the calls and each caller's wait.  A kernel command
+is a system call of microseconds (here tens: an IPI is a hypervisor exit
+on this virtual machine), and with more calling threads than the
+$(m host_cpus) CPUs the callers mostly take turns on the CPUs: a caller that
+sleeps on the futex must then wait for a CPU once woken, which the median
+and the p99 of these oversubscribed runs show, and one that does not
+share queues in the kernel instead.  A runtime with one calling thread
+per CPU (seastar's reactors) has no such wait.  Against a lone caller,
+the signal mechanism's rows also pay for more threads per round: each
+round looks at every thread of the process.
 
 ## Goals
 
@@ -690,7 +696,8 @@ CPU time.  What another job does to a round shows in both halves of its
 ratio.  The code the compiler made of the loops (objdump; the flag's
 load, test and branch are the only difference, and the two light
 barriers of a critical section share one load; the opted-in loop has
-neither):
+neither, and is its compiler-barrier twin's instructions in another
+order, so a ratio below 1 there is the core's doing, not the barrier's):
 
 \`\`\`
 $(cat "$d/light-objdump.txt" 2>/dev/null)

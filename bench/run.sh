@@ -207,7 +207,7 @@ for loop in barrier light call-barrier call-light fence optin-barrier optin call
 		awk -v l="$loop" -v a="$t1" -v b="$t2" -v n="$cg_calls" \
 			'BEGIN { printf "RESULT label=instr-read-%s instructions=%.2f\n", l, (b - a) / n }'
 done | tee -a "$data/light.txt" | show
-for f in loop_barrier loop_light read_barrier read_light loop_optin read_optin; do
+for f in loop_barrier loop_light read_barrier read_light loop_optin_barrier loop_optin read_optin; do
 	echo "$f:"
 	objdump -d --no-show-raw-insn "$b/light" |
 		awk -v f="<$f>:" '$2 == f { on = 1; next } on && NF == 0 { exit } on' |
