@@ -109,8 +109,10 @@ try "a program's own static membarrier() with LIBMEMBARRIER_NO_MEMBARRIER_DECL" 
 	own $CC -std=c99 $w -I"$inc" -c "$tmp/own.c" -o "$tmp/own.o"
 try "LIBMEMBARRIER_LIGHT_COMPILER_BARRIER, C11: no flag read, a start-up check" \
 	optin $CC -std=c11 $w -O2 -I"$inc" -c "$tmp/optin.c" -o "$tmp/optin.o"
+# (Compiled only: a cross build's CXX may be the build machine's g++,
+# whose objects the target's nm cannot read.)
 try "LIBMEMBARRIER_LIGHT_COMPILER_BARRIER, C++17" \
-	optin $CXX -std=c++17 $w -O2 -I"$inc" -c "$tmp/optin.cc" -o "$tmp/optin.o"
+	$CXX -std=c++17 $w -O2 -I"$inc" -c "$tmp/optin.cc" -o "$tmp/optin-cxx.o"
 if [ -n "$clang" ]; then
 	try "clang C89" $clang -std=c89 $w -I"$inc" -c "$tmp/use.c" -o "$tmp/clang89.o"
 	try "clang C11" $clang -std=c11 $w -I"$inc" -c "$tmp/use.c" -o "$tmp/clang11.o"

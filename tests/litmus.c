@@ -22,10 +22,11 @@
  * long as the rounds last, so that thread A's barriers are shared with
  * theirs (libmembarrier/coalesce.c): A's call is often served by a call
  * another thread started after A arrived.  The program counts the calls
- * of the mechanism and fails when the heavy barriers were not shared.
+ * of the mechanism, and with --expect-shared fails when no heavy barrier
+ * was shared.
  *
- * usage: litmus [--control] [--churn] [--callers N] [--rounds N]
- *               [--expect none|some]
+ * usage: litmus [--control] [--churn] [--callers N [--expect-shared]]
+ *               [--rounds N] [--expect none|some]
  * Prints the mechanism and counts; exits 0 when the expectation holds.
  */
 #define _GNU_SOURCE
@@ -38,7 +39,22 @@
 #include <time.h>
 
 #include "membarrier.h"
-#include "testing.h"
+/*
+ * The calls of the mechanism are counted where the program is linked
+ * with the tests' copy of the library (make check defines
+ * LITMUS_COUNT_CALLS); elsewhere (the Debian guest builds it against the
+ * installed library) --callers runs without the count.
+ */
+#ifdef LITMUS_COUNT_CALLS
+# include "testing.h"
+static const int counting = 1;
+#else
+static const int counting = 0;
+static unsigned int lmb_test_calls(void)
+{
+	return 0;
+}
+#endif
 
 static int x, y, r1, r2;
 static unsigned long arrive;
@@ -181,7 +197,7 @@ int main(int argc, char **argv)
 	unsigned long called0, called1, calls0, calls1;
 	const char *expect = NULL;
 	pthread_t *callers = NULL;
-	int ncallers = 0;
+	int ncallers = 0, expect_shared = 0;
 	struct membarrier_strategy st;
 	struct args a;
 	struct timespec t0, t1;
@@ -194,6 +210,8 @@ int main(int argc, char **argv)
 			control = 1;
 		else if (strcmp(argv[i], "--churn") == 0)
 			churn = 1;
+		else if (strcmp(argv[i], "--expect-shared") == 0)
+			expect_shared = 1;
 		else if (strcmp(argv[i], "--callers") == 0 && i + 1 < argc)
 			ncallers = atoi(argv[++i]);
 		else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
@@ -201,8 +219,8 @@ int main(int argc, char **argv)
 		else if (strcmp(argv[i], "--expect") == 0 && i + 1 < argc)
 			expect = argv[++i];
 		else {
-			fprintf(stderr, "usage: litmus [--control] [--churn] [--callers N] "
-				"[--rounds N] [--expect none|some]\n");
+			fprintf(stderr, "usage: litmus [--control] [--churn] [--callers N "
+				"[--expect-shared]] [--rounds N] [--expect none|some]\n");
 			return 2;
 		}
 	}
@@ -280,16 +298,26 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (ncallers > 0) {
+	if (ncallers > 0 && !counting) {
+		printf("litmus: %d threads called membarrier_heavy() too (%lu calls; "
+		       "the mechanism's calls are not counted in this build)\n", ncallers,
+		       called1 - called0);
+	} else if (ncallers > 0) {
 		unsigned long heavy = called1 - called0 + (control ? 0 : rounds);
 
 		printf("litmus: %d threads called membarrier_heavy() too: %lu calls in all, "
 		       "served by %lu calls of the mechanism (%.3f per call)\n", ncallers,
 		       heavy, calls1 - calls0,
 		       heavy ? (double)(calls1 - calls0) / (double)heavy : 0.0);
-		/* Without sharing the check would prove nothing new (the
-		 * control's callers need only run). */
-		if (called1 == called0 || (!control && calls1 - calls0 >= heavy)) {
+		/*
+		 * Without sharing the check would prove nothing new: with
+		 * --expect-shared (tests/litmus.sh's full-strength runs, where
+		 * about 5000 calls are shared natively, 5% over signals) the
+		 * run fails if none was; a short run (a sanitizer's, an
+		 * emulator's) may share none by chance, and only says so.
+		 * The control's callers need only run.
+		 */
+		if (called1 == called0 || (expect_shared && calls1 - calls0 >= heavy)) {
 			fprintf(stderr, "litmus: the heavy barriers were not shared\n");
 			return 2;
 		}
