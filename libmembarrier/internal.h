@@ -224,6 +224,7 @@ int lmb_mech_setup(int mechanism, int kmask, int skipped, int sig);
 int lmb_mech_barrier(int mechanism);
 int lmb_mech_registration(int mechanism);
 int lmb_mech_shared(int mechanism);
+int lmb_mech_command(int mechanism);
 int lmb_mech_can_sync_core(void);
 int lmb_mech_sync_core(void);
 int lmb_mech_emulate(int cmd, int ret);

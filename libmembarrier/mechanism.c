@@ -126,21 +126,25 @@ static const struct lmb_mechanism {
 	const char *name;
 	int kernel;		/* 1: it calls membarrier(2) */
 	int shared;		/* 1: concurrent callers share a call */
+	int command;		/* the membarrier(2) command of its barrier, or 0 */
 	int registration;	/* the REGISTER command its setup issues, or 0 */
 	int (*setup)(int kmask, int sig);
 	int (*barrier)(void);
 } lmb_mechanisms[] = {
 	[MEMBARRIER_MECHANISM_PRIVATE_EXPEDITED] = {
-		"private-expedited", 1, 1, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
+		"private-expedited", 1, 1, MEMBARRIER_CMD_PRIVATE_EXPEDITED,
+		MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
 		lmb_private_setup, lmb_private_barrier },
 	[MEMBARRIER_MECHANISM_SHARED_EXPEDITED] = {
-		"shared-expedited", 1, 1, 0, lmb_shared_setup, lmb_shared_barrier },
+		"shared-expedited", 1, 1, MEMBARRIER_CMD_SHARED_EXPEDITED, 0,
+		lmb_shared_setup, lmb_shared_barrier },
 	[MEMBARRIER_MECHANISM_GLOBAL] = {
-		"global", 1, 0, 0, lmb_global_setup, lmb_global_barrier },
+		"global", 1, 0, MEMBARRIER_CMD_GLOBAL, 0,
+		lmb_global_setup, lmb_global_barrier },
 	[MEMBARRIER_MECHANISM_SIGNAL] = {
-		"signal", 0, 1, 0, lmb_signal_mech_setup, lmb_signal_mech_barrier },
+		"signal", 0, 1, 0, 0, lmb_signal_mech_setup, lmb_signal_mech_barrier },
 	[MEMBARRIER_MECHANISM_FENCE] = {
-		"fence", 0, 0, 0, lmb_fence_setup, lmb_fence_barrier },
+		"fence", 0, 0, 0, 0, lmb_fence_setup, lmb_fence_barrier },
 };
 
 #define LMB_NMECH ((int)(sizeof(lmb_mechanisms) / sizeof(lmb_mechanisms[0])))
@@ -189,6 +193,14 @@ int lmb_mech_shared(int mechanism)
 	const struct lmb_mechanism *m = lmb_mech(mechanism);
 
 	return m ? m->shared : 0;
+}
+
+/* The membarrier(2) command of a kernel mechanism's barrier, or 0. */
+int lmb_mech_command(int mechanism)
+{
+	const struct lmb_mechanism *m = lmb_mech(mechanism);
+
+	return m ? m->command : 0;
 }
 
 int lmb_mech_registration(int mechanism)

@@ -144,20 +144,6 @@ int lmb_kernel_query(void)
 	return st.kern & LMB_K_FAILED ? -lmb_st_kerrno(st) : lmb_st_kmask(st);
 }
 
-/* The command of a kernel mechanism's barrier (mechanism.c), or 0. */
-static int lmb_barrier_command(int mechanism)
-{
-	switch (mechanism) {
-	case MEMBARRIER_MECHANISM_PRIVATE_EXPEDITED:
-		return MEMBARRIER_CMD_PRIVATE_EXPEDITED;
-	case MEMBARRIER_MECHANISM_SHARED_EXPEDITED:
-		return MEMBARRIER_CMD_SHARED_EXPEDITED;
-	case MEMBARRIER_MECHANISM_GLOBAL:
-		return MEMBARRIER_CMD_GLOBAL;
-	}
-	return 0;
-}
-
 /* The heavy mechanism for the kernel word kern: the one asked for where
  * it can serve, else the first of lmb_order that can. */
 static int lmb_choose(uint32_t kern, int forced, int skipped, int sig)
@@ -179,7 +165,7 @@ static int lmb_choose(uint32_t kern, int forced, int skipped, int sig)
 	 * and PRIVATE_EXPEDITED's registration tells nothing of a filter
 	 * that traps the barrier only.
 	 */
-	cmd = lmb_barrier_command(heavy);
+	cmd = lmb_mech_command(heavy);
 	if (cmd != 0 && !skipped)
 		(void)lmb_sys_membarrier(cmd, ~0u, 0);
 	return heavy;
