@@ -21,13 +21,6 @@
 
 static int failures;
 
-#define CHECK(cond, ...) do { \
-	if (!(cond)) { \
-		printf("# FAILED: " __VA_ARGS__); \
-		printf(" (%s:%d)\n", __FILE__, __LINE__); \
-		failures++; \
-	} \
-} while (0)
 
 static volatile int stop;
 

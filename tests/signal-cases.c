@@ -92,14 +92,6 @@
 
 static int failures;
 
-#define CHECK(cond, ...) do { \
-	if (!(cond)) { \
-		printf("# FAILED: " __VA_ARGS__); \
-		printf(" (%s:%d)\n", __FILE__, __LINE__); \
-		fflush(stdout); \
-		failures++; \
-	} \
-} while (0)
 
 static volatile int stop;
 static struct membarrier_strategy strategy;

@@ -86,13 +86,6 @@ static const struct scenario {
 
 static int failures;
 
-#define CHECK(cond, ...) do { \
-	if (!(cond)) { \
-		printf("# FAILED: " __VA_ARGS__); \
-		printf(" (%s:%d)\n", __FILE__, __LINE__); \
-		failures++; \
-	} \
-} while (0)
 
 /* The program's own handler ("handler"): counts, answers nothing. */
 static volatile sig_atomic_t own_traps, own_code, own_syscall;

@@ -181,4 +181,17 @@ static inline void *test_churner(void *stop)
 	return NULL;
 }
 
+/*
+ * A check of a test that reports several in one TAP line: prints what
+ * failed, where, and counts it in the including file's `failures`.
+ */
+#define CHECK(cond, ...) do { \
+	if (!(cond)) { \
+		printf("# FAILED: " __VA_ARGS__); \
+		printf(" (%s:%d)\n", __FILE__, __LINE__); \
+		fflush(stdout); \
+		failures++; \
+	} \
+} while (0)
+
 #endif
