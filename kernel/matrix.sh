@@ -11,8 +11,8 @@
 #
 # Each is tinyconfig + kernel/config.fragment + the configuration's own
 # lines (below).  A configuration passes when the object builds, W=1 finds
-# no warning in the files the series touches (membarrier.c,
-# build_utility.c), and the object needs no libgcc helper for 64-bit
+# no warning in the files the series touches (membarrier.c, its trace
+# header, build_utility.c), and the object needs no libgcc helper for 64-bit
 # division (__udivdi3 and friends, which a 32-bit kernel does not link).
 # Warnings W=1 finds elsewhere are counted, not failed.
 #
@@ -86,10 +86,10 @@ for c in $configs; do
 			fi
 		done <"$out/$c.fragment"
 		if [ -z "$result" ]; then
-			ours=$( { grep -E '(membarrier|build_utility)\.c:[0-9]+:[0-9]+: warning' "$log" ||
+			ours=$( { grep -E '(membarrier|build_utility)\.[ch]:[0-9]+:[0-9]+: warning' "$log" ||
 				true; } | sort -u | wc -l)
 			others=$( { grep -E ': warning: ' "$log" || true; } |
-				{ grep -vE '(membarrier|build_utility)\.c:' || true; } | sort -u | wc -l)
+				{ grep -vE '(membarrier|build_utility)\.[ch]:' || true; } | sort -u | wc -l)
 			helpers=$(nm -u "$obj/kernel/sched/build_utility.o" |
 				grep -E '__(u)?(div|mod)di3' | tr -s ' \n' ' ' || true)
 			mb=$(grep -c '^CONFIG_MEMBARRIER=y' "$obj/.config" || true)

@@ -286,16 +286,16 @@ static long long cal_phase(int ncpu, double secs, int attack, long *calls, doubl
 /*
  * One attacker phase with max_rate = @rate: the busiest other CPU's CAL
  * delta must stay within R * t * 1.1 + baseline + 10, and the statistics
- * must count the calls (IPI rounds within the same bound, the rest
- * throttled).
+ * must count every call as served by an IPI round (run, joined or paced),
+ * none by a grace period.
  */
 static void limited_phase(int ncpu, double secs, int rate, long long base, const char *what)
 {
-	unsigned long st0[3], st1[3];
+	struct membarrier_stats st0, st1, d;
 	long long cal, bound;
 	long calls;
 	double el;
-	int have_stats = !read_membarrier_stats(st0);
+	int have_stats = !read_membarrier_stats(&st0);
 
 	cal = cal_phase(ncpu, secs, 1, &calls, &el);
 	bound = (long long)(rate * el * 1.1) + base + 10;
@@ -303,14 +303,13 @@ static void limited_phase(int ncpu, double secs, int rate, long long base, const
 	       rate, what, calls, calls / el, cal, el, cal / el);
 	ok(cal <= bound, "IPIs per CPU with max_rate=%d%s: %lld <= %lld (R*t*1.1 + baseline + 10)",
 	   rate, what, cal, bound);
-	if (have_stats && !read_membarrier_stats(st1)) {
-		unsigned long ipi = st1[0] - st0[0], thr = st1[1] - st0[1];
-
-		printf("# stats%s: %lu IPI rounds, %lu throttled, %lu disabled\n", what, ipi, thr,
-		       st1[2] - st0[2]);
-		ok(ipi + thr == (unsigned long)calls && ipi <= (unsigned long)bound,
-		   "stats%s: %lu IPI rounds + %lu throttled = %ld calls, rounds <= %lld", what, ipi,
-		   thr, calls, bound);
+	if (have_stats && !read_membarrier_stats(&st1)) {
+		d = membarrier_stats_sub(&st1, &st0);
+		printf("# stats%s: ran %llu, joined %llu, paced %llu, grace_period %llu\n", what,
+		       d.ran, d.joined, d.paced, d.grace_period);
+		ok(d.ran + d.joined + d.paced == (unsigned long long)calls && !d.grace_period,
+		   "stats%s: ran %llu + joined %llu + paced %llu = %ld calls, 0 grace periods", what,
+		   d.ran, d.joined, d.paced, calls);
 	} else {
 		ok(0, "read %s", SYSCTL_STATS);
 	}

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The patched kernel's knobs as files: read and write one number, and the
- * three counters of kernel.membarrier_expedited_stats.  Shared by the guest
+ * named counters of kernel.membarrier_expedited_stats.  Shared by the guest
  * programs (mbtool.c, stress.c) and bench/fair.c.
  */
 #ifndef LMB_GUEST_SYSCTL_H
@@ -53,22 +53,54 @@ static inline int write_long(const char *path, long v)
 }
 
 /*
- * kernel.membarrier_expedited_stats: IPI rounds, throttled, disabled.
- * Returns 0, or -1 with st all 0.
+ * kernel.membarrier_expedited_stats (root only): how the calls of
+ * SHARED_EXPEDITED were served, one "name value" line each.
  */
-static inline int read_membarrier_stats(unsigned long st[3])
+struct membarrier_stats {
+	unsigned long long ran;		/* ran an IPI round */
+	unsigned long long joined;	/* served by a round another caller ran */
+	unsigned long long paced;	/* over budget: waited for a paced round */
+	unsigned long long grace_period; /* membarrier_expedited = 0 */
+};
+
+/* Returns 0, or -1 with *st all 0 (unreadable, or a name missing). */
+static inline int read_membarrier_stats(struct membarrier_stats *st)
 {
 	FILE *f = fopen(SYSCTL_STATS, "r");
-	int n = 0;
+	unsigned long long v;
+	char name[32];
+	int seen = 0;
 
-	if (f) {
-		n = fscanf(f, "%lu %lu %lu", &st[0], &st[1], &st[2]);
-		fclose(f);
+	memset(st, 0, sizeof(*st));
+	if (!f)
+		return -1;
+	while (fscanf(f, "%31s %llu", name, &v) == 2) {
+		if (!strcmp(name, "ran"))
+			st->ran = v, seen |= 1;
+		else if (!strcmp(name, "joined"))
+			st->joined = v, seen |= 2;
+		else if (!strcmp(name, "paced"))
+			st->paced = v, seen |= 4;
+		else if (!strcmp(name, "grace_period"))
+			st->grace_period = v, seen |= 8;
 	}
-	if (n == 3)
+	fclose(f);
+	if (seen == 15)
 		return 0;
-	st[0] = st[1] = st[2] = 0;
+	memset(st, 0, sizeof(*st));
 	return -1;
+}
+
+/* b - a, counter by counter. */
+static inline struct membarrier_stats membarrier_stats_sub(const struct membarrier_stats *b,
+							    const struct membarrier_stats *a)
+{
+	struct membarrier_stats d = {
+		b->ran - a->ran, b->joined - a->joined, b->paced - a->paced,
+		b->grace_period - a->grace_period,
+	};
+
+	return d;
 }
 
 #endif
