@@ -11,8 +11,9 @@
 #      host time slice, which would make 1000 calls take minutes);
 #   2. the reader/writer table and the light barrier alone (host);
 #   3. the denial-of-service figure (guest, 2 vCPUs), and fairness: an
-#      honest caller's latency and the victim's IPI rate under 0-64
-#      attacker threads (guest, 4 vCPUs);
+#      honest caller's latency and the victim's IPI rate under attackers
+#      of 1 to 64 threads, uids or uids of a user namespace (guest, 2
+#      vCPUs);
 #   4. the wrapper's cost: callgrind instructions and QUERY timings (host);
 #   5. the signal mechanism per thread, and under CPU contention (host);
 #   6. concurrent heavy barriers, sharing calls or not (host).
@@ -368,22 +369,34 @@ guest 2 300 "$tmp/guest-dos.sh" "$data/dos.txt"
 
 # ### 3b. Fairness (guest, 4 vCPUs, two of them busy) #########################
 # An honest caller (uid 1000, SHARED_EXPEDITED 100 times a second) and a
-# third process (uid 1001, PRIVATE_EXPEDITED 100 times a second) while 0,
-# 1, 8 and 64 attacker threads (uid 1002, or the honest caller's own uid)
-# loop on SHARED_EXPEDITED at the default limit.  Three rounds,
+# third process (uid 1001, PRIVATE_EXPEDITED 100 times a second) on the
+# victim's CPU 1 while attackers on CPU 0 loop on SHARED_EXPEDITED at the
+# default limit: 1, 8 and 64 threads of uid 1002, 64 uids of one user
+# namespace, 64 real uids, 8 threads of the honest caller's own uid, 64
+# threads with no limit; and a plain busy loop instead of attackers (what
+# one more busy vCPU costs under TCG).  2 vCPUs, both busy: more would
+# make every IPI wait for the host's scheduler.  Three rounds,
 # interleaved; the report takes medians and compares each p99 with the
 # unloaded one of the same round.
 cat >"$tmp/guest-fair.sh" <<EOF
+limit=\$(cat /proc/sys/kernel/membarrier_expedited_max_rate)
 for round in 1 2 3; do
-	for n in 0 1 8 64; do
+	/bench/fair 0 $fair_secs attackers-0 other-uid
+	/bench/fair 1 $fair_secs spin-1 spin
+	for n in 1 8 64; do
 		/bench/fair \$n $fair_secs attackers-\$n other-uid
 	done
+	/bench/fair 64 $fair_secs userns-64 userns
+	/bench/fair 64 $fair_secs uids-64 uids
 	/bench/fair 8 $fair_secs same-uid-8 same-uid
+	echo 0 >/proc/sys/kernel/membarrier_expedited_max_rate
+	/bench/fair 64 $fair_secs unlimited-64 other-uid
+	echo \$limit >/proc/sys/kernel/membarrier_expedited_max_rate
 done
 EOF
-progress "guest, 4 vCPUs: an honest caller's latency under SHARED_EXPEDITED attackers"
+progress "guest, 2 vCPUs: an honest caller's latency under SHARED_EXPEDITED attackers"
 : >"$data/fair.txt"
-guest 4 600 "$tmp/guest-fair.sh" "$data/fair.txt"
+guest 2 900 "$tmp/guest-fair.sh" "$data/fair.txt"
 
 echo "load_end=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$data/machine.txt"
 echo "elapsed_s=$(($(date +%s) - start))" >>"$data/machine.txt"
