@@ -3,7 +3,7 @@
  * fair: does an honest caller keep the fast path while others abuse
  * MEMBARRIER_CMD_SHARED_EXPEDITED?  (Guest only: the patched kernel.)
  *
- *   fair ATTACKERS SECONDS LABEL [other-uid|same-uid|uids|userns]
+ *   fair ATTACKERS SECONDS LABEL [other-uid|same-uid|uids|userns|spin]
  *
  * For SECONDS, four processes at once:
  *   - a victim, pinned to CPU 1, spinning in user space: the CPU every
@@ -15,22 +15,26 @@
  *     each, under uids 2000, 2001, ... (uids: as many real users); or one
  *     process each under uids 1, 2, ... of a user namespace which uid
  *     1003 created and whose uid_map maps 65536 uids from 100000 (userns:
- *     a rootless container of one unprivileged user);
- *   - the honest caller, uid 1000, on CPU 2: SHARED_EXPEDITED 100 times a
- *     second (absolute 10 ms ticks; a tick missed while a call took
- *     long is dropped), each call timed;
- *   - a third process, uid 1001, on CPU 3: PRIVATE_EXPEDITED (registered)
- *     100 times a second, timed: it shares membarrier_ipi_mutex with the
- *     SHARED_EXPEDITED rounds.
- * Only CPUs 0 and 1 are busy; but whenever a timed caller wakes, under TCG
- * on a 2-core host three vCPU threads want the two host CPUs, and an IPI
- * round then waits, sometimes milliseconds, for the host to run its target
- * (the unloaded p99 shows it).  Prints one RESULT line: the median and p99 latency
- * of both timed callers (microseconds), how many honest calls took over
- * 2 ms (a grace period or a slow round), the victim's CAL IPIs per
- * second, the attackers' calls per second, and the deltas of
- * kernel.membarrier_expedited_stats (how all calls were served: ran a
- * round, joined one, waited for a paced round, grace period).
+ *     a rootless container of one unprivileged user); or threads of uid
+ *     1002 that only spin in user space (spin: what one more busy vCPU
+ *     costs under TCG);
+ *   - the honest caller, uid 1000, on CPU 2 (with fewer than 4 CPUs, on
+ *     the victim's CPU 1): SHARED_EXPEDITED 100 times a second (absolute
+ *     10 ms ticks; a tick missed while a call took long is dropped), each
+ *     call timed;
+ *   - a third process, uid 1001, on CPU 3 (or CPU 1): PRIVATE_EXPEDITED
+ *     (registered) 100 times a second, timed: it shares
+ *     membarrier_ipi_mutex with the SHARED_EXPEDITED rounds.
+ * Only CPUs 0 and 1 are busy; but with 4 CPUs, whenever a timed caller
+ * wakes, under TCG on a 2-core host three vCPU threads want the two host
+ * CPUs, and an IPI round then waits, sometimes milliseconds, for the host
+ * to run its target (the unloaded p99 shows it).  Prints one RESULT line:
+ * the median and p99 latency of both timed callers (microseconds), how
+ * many honest calls took over 2 ms (a grace period or a slow round), the
+ * victim's CAL IPIs per second, the attackers' calls per second, the
+ * deltas of kernel.membarrier_expedited_stats (how all calls were served:
+ * ran a round, joined one, waited for a paced round, grace period) and,
+ * where the trace event can be read, how uid 1000's calls were served.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -293,6 +297,7 @@ static void run_attackers(int n)
 	switch (mode) {
 	case OTHER_UID:
 	case SAME_UID:
+	case SPIN:
 		become(mode == SAME_UID ? 1000 : 1002, 0);
 		attackers(n);
 		break;
@@ -303,10 +308,6 @@ static void run_attackers(int n)
 	case USERNS:
 		bench_pin(0);
 		attackers_userns(n);
-		break;
-	case SPIN:
-		become(1002, 0);
-		attackers(n);
 		break;
 	}
 }

@@ -367,7 +367,7 @@ progress "guest, 2 vCPUs: a victim's throughput and IPIs under a SHARED_EXPEDITE
 : >"$data/dos.txt"
 guest 2 300 "$tmp/guest-dos.sh" "$data/dos.txt"
 
-# ### 3b. Fairness (guest, 4 vCPUs, two of them busy) #########################
+# ### 3b. Fairness (guest, 2 vCPUs, both busy) ################################
 # An honest caller (uid 1000, SHARED_EXPEDITED 100 times a second) and a
 # third process (uid 1001, PRIVATE_EXPEDITED 100 times a second) on the
 # victim's CPU 1 while attackers on CPU 0 loop on SHARED_EXPEDITED at the
