@@ -15,17 +15,25 @@
  *   bit  0     a call is in flight; whoever set it runs the call
  *   bit  1     someone sleeps until the call ends
  *   bits 2-31  the calls completed
- * The caller reads the word after a full fence.  With no call in flight
- * and C calls completed, it needs the call that completes C + 1, which
- * starts with a compare-and-swap after that read; with one in flight, the
- * call after it, C + 2.  The caller that finds no call in flight and its
- * target not reached starts the next call; the others sleep on the word,
- * which changes when the call ends.  The argument is one about
- * sequentially consistent fences: the caller's fence, before its read,
- * comes before the fence the runner executes after its compare-and-swap
- * (the read saw the word before it), which comes before each thread's
- * barrier in the call; the runner's release at the end, and the caller's
- * fence after reading it, order the rest.
+ * A caller that finds no call in flight starts one with a
+ * compare-and-swap and makes it (a lone caller does only that: two atomic
+ * operations around the call).  Any other caller reads the word after a
+ * full fence.  With no call in flight and C calls completed, it needs the
+ * call that completes C + 1, which starts with a compare-and-swap after
+ * that read; with one in flight, the call after it, C + 2.  The caller
+ * that finds no call in flight and its target not reached starts the next
+ * call; the others sleep on the word, which changes when the call ends.
+ * The argument is one about sequentially consistent fences: the caller's
+ * fence, before its read, comes before the runner's compare-and-swap (the
+ * read saw the word before it), which comes before the full barrier that
+ * each shared mechanism executes first (the kernel's smp_mb() on entry to
+ * the expedited commands, the signal mechanism's fence), which comes
+ * before each thread's barrier in the call; the runner's release at the
+ * end, and the caller's fence after reading it, order the rest.  The
+ * runner itself needs no fence of its own: its accesses before the call
+ * precede that first barrier, and the mechanism ends with one too (the
+ * kernel's smp_mb() on exit; the handlers' release, which the signal
+ * mechanism reads with acquire).
  *
  * Waiting sleeps on the futex (no spinning; a futex wait made with
  * syscall() is no cancellation point).  A signal handler that calls
@@ -43,6 +51,9 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <linux/futex.h>
+#if HAVE_DECL___LIBC_SINGLE_THREADED
+# include <sys/single_threaded.h>
+#endif
 
 #define LMB_CO_RUNNING	UINT32_C(1)
 #define LMB_CO_WAITERS	UINT32_C(2)
@@ -61,6 +72,24 @@ static int lmb_co_alone(int mechanism)
 {
 	__atomic_fetch_add(&lmb_co.alone, 1, __ATOMIC_RELAXED);
 	return lmb_mech_barrier(mechanism);
+}
+
+/*
+ * A process that never created a thread (glibc's __libc_single_threaded,
+ * which stays 0 once one was) has nobody to share a call with: its calls
+ * skip the word's two atomic operations, which are a fifth of the cost
+ * where the call itself is nearly free (the kernel answers a process of
+ * one thread, or a machine of one CPU, at once).  A signal handler that
+ * interrupts the call makes one of its own, as it would above.  The
+ * count is a plain increment: one thread (a handler may lose one).
+ */
+static int lmb_co_single(void)
+{
+#if HAVE_DECL___LIBC_SINGLE_THREADED
+	return __libc_single_threaded;
+#else
+	return 0;
+#endif
 }
 
 static int lmb_co_reached(uint32_t word, uint32_t target)
@@ -82,7 +111,6 @@ static void lmb_co_run(int mechanism, uint32_t word, uintptr_t self)
 
 	__atomic_store_n(&lmb_co.owner, self, __ATOMIC_RELAXED);
 	do {
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		(void)lmb_mech_barrier(mechanism);
 		word = __atomic_load_n(&lmb_co.word, __ATOMIC_RELAXED);
 	} while ((word & LMB_CO_WAITERS) && again-- &&
@@ -104,6 +132,19 @@ int lmb_coalesce(int mechanism)
 
 	if (!lmb_mech_shared(mechanism) || __atomic_load_n(&lmb_co.off, __ATOMIC_RELAXED))
 		return lmb_co_alone(mechanism);
+	if (lmb_co_single()) {
+		__atomic_store_n(&lmb_co.alone, __atomic_load_n(&lmb_co.alone, __ATOMIC_RELAXED) + 1,
+				 __ATOMIC_RELAXED);
+		return lmb_mech_barrier(mechanism);
+	}
+	/* No call in flight: start one and make it (see above). */
+	word = __atomic_load_n(&lmb_co.word, __ATOMIC_RELAXED);
+	if (!(word & LMB_CO_RUNNING) &&
+	    __atomic_compare_exchange_n(&lmb_co.word, &word, word | LMB_CO_RUNNING, 0,
+					__ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+		lmb_co_run(mechanism, word | LMB_CO_RUNNING, self);
+		return 0;
+	}
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	word = __atomic_load_n(&lmb_co.word, __ATOMIC_SEQ_CST);
 	target = (word & ~(LMB_CO_RUNNING | LMB_CO_WAITERS)) +
