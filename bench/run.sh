@@ -246,8 +246,8 @@ progress "host: membarrier_heavy() over signals with 1 running / 32 sleeping thr
 } 2>&1 | tee "$data/signal.txt" | show
 
 # ### 6. Concurrent heavy barriers, shared or not (host) ######################
-# bench/share: THREADS callers of membarrier_heavy() in a loop, with one
-# light-side thread on the last CPU; "on" shares calls (coalesce.c), "off"
+# bench/share: THREADS callers of membarrier_heavy() in a loop, with a
+# light-side thread on each CPU; "on" shares calls (coalesce.c), "off"
 # makes one call per barrier.  Three interleaved rounds; the report takes
 # medians.
 progress "host: concurrent heavy barriers, 1/2/8/32 threads, shared and not, ${share_secs}s each, 3 rounds"
