@@ -53,16 +53,20 @@ static int lmb_wait(struct lmb_slot *slot, unsigned int seq, unsigned int round)
 	return ret != -ETIMEDOUT;
 }
 
-enum { LMB_DONE, LMB_SIGNAL, LMB_CANNOT };
+enum { LMB_DONE, LMB_SIGNAL, LMB_CANNOT, LMB_UNREAD };
 
 /*
  * What a listed thread needs, read after the caller's fence.  strict: it
  * must run the handler (SYNC_CORE where the scheduler does not serialise).
  * A running thread is signalled at once; whether it is one that never runs
  * user code (A) is asked only if its handler does not come (lmb_round).
+ * LMB_UNREAD: one that ran at the last barrier is left to its status read
+ * (lmb_should_send(), sig-thread.c's lmb_ran).
  */
 static int lmb_classify(long dirfd, pid_t pid, pid_t tid, int strict)
 {
+	if (!strict && lmb_ran_last(tid))
+		return LMB_UNREAD;
 	if (!strict)
 		return lmb_off_cpu(dirfd, tid) ? LMB_DONE : LMB_SIGNAL;	/* (B) */
 	if (lmb_in_sigwait(dirfd, tid))
@@ -79,14 +83,31 @@ static int lmb_classify(long dirfd, pid_t pid, pid_t tid, int strict)
  * sends it the signal once its status shows it unblocked.  Strict or not:
  * a strict barrier waits for that too.  A status that cannot be read is
  * unknown: the thread is sent the signal.  The read is after the caller's
- * fence: a fine base for the context-switch count.
+ * fence: a fine base for the context-switch count.  An unread thread
+ * (LMB_UNREAD) that its status shows not running is classified here by
+ * (B), as any other; if it is to be signalled after all, its status is
+ * read again, just before the signal, as for the others (the window
+ * membarrier(3) describes stays that short).
  */
 static int lmb_should_send(long dirfd, struct lmb_target *t, int sig)
 {
 	struct lmb_status s;
 
-	if (lmb_read_status(dirfd, t->tid, sig, &s) != 0 || !s.found)
+	if (lmb_read_status(dirfd, t->tid, sig, &s) != 0)
 		return 1;
+	if (t->unread && s.found && !s.running) {
+		t->unread = 0;
+		lmb_ran_set(t->tid, 0);
+		if (lmb_off_cpu(dirfd, t->tid)) {
+			t->done = 1;	/* (B) */
+			return 0;
+		}
+		if (lmb_read_status(dirfd, t->tid, sig, &s) != 0)
+			return 1;
+	}
+	if (!s.found)
+		return 1;
+	lmb_ran_set(t->tid, s.running);
 	t->have_base = 1;
 	t->base = s.switches;
 	return !s.pending && !s.blocked;
@@ -284,17 +305,19 @@ static int lmb_signal_barrier(int sig, int sync_core)
 	for (long off = 0; off < n && ret == 0;) {
 		struct lmb_dirent64 *d = (struct lmb_dirent64 *)(list + off);
 		pid_t tid = lmb_entry_tid(d);
+		int what;
 
 		off += d->d_reclen;
 		if (tid <= 0 || tid == self)
 			continue;
-		switch (lmb_classify(fd, pid, tid, strict)) {
+		switch ((what = lmb_classify(fd, pid, tid, strict))) {
 		case LMB_DONE:
 			continue;
 		case LMB_CANNOT:
 			ret = -EAGAIN;
 			goto out;
 		}
+		t[count].unread = what == LMB_UNREAD;
 		t[count].tid = tid;
 		t[count].done = 0;
 		t[count].sent = 0;

@@ -96,7 +96,8 @@
  * The files, bottom up, each calling only the ones before it:
  *   sig-slot.c    the slot table of barriers in progress, and the handler
  *   sig-fd.c      descriptors held in reserve for a process at its limit
- *   sig-thread.c  what /proc/self/task/TID tells of one thread
+ *   sig-thread.c  what /proc/self/task/TID tells of one thread, and
+ *                 which threads ran at the last barriers
  *   sig-list.c    the listing of /proc/self/task, and whether it is ours
  *   sig-choose.c  choosing, probing and installing the signal; fork
  *   sig-round.c   a barrier: classify, signal, wait
@@ -165,6 +166,7 @@ struct lmb_target {
 	int done;
 	int sent;
 	int have_base;
+	int unread;		/* not classified: its status decides (sig-round.c) */
 	unsigned long base;	/* context switches when first looked at */
 	int forced_err;		/* the last lmb_force_switch(): 0 or -errno */
 	int64_t forced;		/* when it was tried (lmb_now_ns()), or 0 */
@@ -199,6 +201,7 @@ struct lmb_status {
 	int blocked;		/* the signal is blocked */
 	int pending;		/* the signal is pending for this thread */
 	int found;		/* all four lines were there */
+	int running;		/* "State:\tR": running or runnable */
 };
 
 #define LMB_UNSENDABLE (-4096)	/* lmb_send(): not an errno */
@@ -226,6 +229,8 @@ int lmb_in_sigwait(long dirfd, pid_t tid);
 int lmb_never_user(long dirfd, pid_t pid, pid_t tid);
 int lmb_read_status(long dirfd, pid_t tid, int sig, struct lmb_status *out);
 int lmb_force_switch(pid_t tid);
+int lmb_ran_last(pid_t tid);
+void lmb_ran_set(pid_t tid, int ran);
 void lmb_blockers_reset(void);
 
 /* sig-list.c */
