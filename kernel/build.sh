@@ -1,9 +1,12 @@
 #!/bin/bash
 # Build the guest kernel for the libmembarrier tests, outside the repository.
 #
-# Usage: kernel/build.sh [patched|nomembarrier|debug|arm64|source]  (default: patched)
+# Usage: kernel/build.sh [patched|nomembarrier|debug|arm64|source|patches]
+#                 (default: patched)
 #
-#   patched       Debian linux-source-6.1 + kernel/patches/series,
+#   patched       Debian linux-source-6.1 (or 6.12, see LINUX_SOURCE_TARBALL)
+#                 + kernel/patches/VERSION/series (6.1 or 6.12: the
+#                 tarball's VERSION.PATCHLEVEL),
 #                 tinyconfig + kernel/config.fragment +
 #                 kernel/config-debian.fragment, built as Debian packages
 #                 by kernel/membarrier-build-kernel (the tool
@@ -21,12 +24,15 @@
 #                 applied), shared by the others; its directory is the last
 #                 line (for kernel/checkpatch.sh and kernel/matrix.sh, which
 #                 must not write into it).
+#   patches       only the directory of the series for the tarball (the
+#                 last line), or an error if there is none.
 #
 # The last line on stdout is the output directory, which contains:
 #   bzImage (arm64: Image), config, usr/include (headers_install),
 #   selftests/ (static membarrier kselftests), build.log; for patched also
-#   debs/ (linux-image-6.1.*-membarrier and linux-headers-*) and
-#   build-seconds.
+#   debs/ (linux-image-VERSION-membarrier and linux-headers-*) and
+#   build-seconds.  kernel/config-VERSION.fragment, where it exists, is
+#   added to every x86 variant of that version (6.12: CONFIG_RCU_LAZY).
 # Progress goes to stderr, the build output to build.log in that directory.
 #
 # Everything lives in ${LIBMEMBARRIER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/libmembarrier},
@@ -35,16 +41,20 @@
 # fragments: a second run rebuilds nothing, a changed patch rebuilds.
 # Concurrent runs are serialized with flock.
 #
-# Environment: LINUX_SOURCE_TARBALL (default /usr/src/linux-source-6.1.tar.xz),
+# Environment: LINUX_SOURCE_TARBALL (default /usr/src/linux-source-6.1.tar.xz;
+# /usr/src/linux-source-6.12.tar.xz builds the 6.12 kernels),
 # LIBMEMBARRIER_CACHE, JOBS (default $(nproc)).
 set -euo pipefail
 
 me=kernel/build.sh
+# make check exports top_srcdir (the project's), which the kselftests'
+# Makefile would take for the kernel's (it sets it only with ?=).
+unset top_srcdir
 variant=${1:-patched}
 case $variant in
-patched|nomembarrier|debug|arm64|source) ;;
+patched|nomembarrier|debug|arm64|source|patches) ;;
 -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-*) echo "$me: unknown variant '$variant' (patched|nomembarrier|debug|arm64|source)" >&2; exit 2 ;;
+*) echo "$me: unknown variant '$variant' (patched|nomembarrier|debug|arm64|source|patches)" >&2; exit 2 ;;
 esac
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -57,7 +67,7 @@ schema=2
 say() { echo "$me: $*" >&2; }
 die() { say "error: $*"; exit 1; }
 
-[ -f "$tarball" ] || die "$tarball not found (apt-get install linux-source-6.1)"
+[ -f "$tarball" ] || die "$tarball not found (apt-get install $(basename "$tarball" .tar.xz))"
 # What Kbuild runs besides the compiler (headers_install needs rsync).
 # The target: x86_64 natively, or arm64 with Debian's cross compiler.
 karch=() image=arch/x86/boot/bzImage
@@ -75,28 +85,6 @@ cache=$(cd "$cache" && pwd)
 
 # --- cache keys -------------------------------------------------------------
 tar_sha=$(sha256sum "$tarball" | cut -c1-16)
-series=$here/patches/series
-[ -f "$series" ] || die "$series not found"
-patches=()
-while read -r p _; do
-	case $p in ''|'#'*) continue ;; esac
-	[ -f "$here/patches/$p" ] || die "patch $p listed in series not found"
-	patches+=("$here/patches/$p")
-done <"$series"
-src_key=$(cat "$series" ${patches[@]+"${patches[@]}"} | sha256sum | cut -c1-16)
-
-fragments=("$here/config.fragment")
-case $variant in
-source) ;;
-patched) fragments+=("$here/config-debian.fragment") ;;
-arm64) fragments=("$here/config-arm64.fragment") ;;
-*) fragments+=("$here/config-$variant.fragment") ;;
-esac
-for f in "${fragments[@]}"; do [ -f "$f" ] || die "$f not found"; done
-# The patched kernel's packages also depend on the tool that builds them.
-build_key=$( (echo "schema=$schema variant=$variant src=$src_key"; cat "${fragments[@]}"
-	[ "$variant" != patched ] || cat "$tool") | sha256sum | cut -c1-16)
-
 # The version comes from the tarball's Makefile; remember it per tarball.
 verfile=$cache/tarball-$tar_sha.version
 if [ ! -s "$verfile" ]; then
@@ -109,6 +97,36 @@ if [ ! -s "$verfile" ]; then
 	echo "$ver $top" >"$verfile.tmp.$$" && mv "$verfile.tmp.$$" "$verfile"
 fi
 read -r version top <"$verfile"
+# The series for this version: kernel/patches/VERSION.PATCHLEVEL.
+patchdir=$here/patches/${version%.*}
+[ -f "$patchdir/series" ] ||
+	die "no series for linux $version in $here/patches (there are: $(cd "$here/patches" && ls -d */ | tr -d / | tr '\n' ' '))"
+if [ "$variant" = patches ]; then
+	echo "$patchdir"
+	exit 0
+fi
+series=$patchdir/series
+patches=()
+while read -r p _; do
+	case $p in ''|'#'*) continue ;; esac
+	[ -f "$patchdir/$p" ] || die "patch $p listed in $series not found"
+	patches+=("$patchdir/$p")
+done <"$series"
+src_key=$(cat "$series" ${patches[@]+"${patches[@]}"} | sha256sum | cut -c1-16)
+
+fragments=("$here/config.fragment")
+case $variant in
+source) ;;
+patched) fragments+=("$here/config-debian.fragment") ;;
+arm64) fragments=("$here/config-arm64.fragment") ;;
+*) fragments+=("$here/config-$variant.fragment") ;;
+esac
+[ "$variant" = arm64 ] || [ ! -f "$here/config-${version%.*}.fragment" ] ||
+	fragments+=("$here/config-${version%.*}.fragment")
+for f in "${fragments[@]}"; do [ -f "$f" ] || die "$f not found"; done
+# The patched kernel's packages also depend on the tool that builds them.
+build_key=$( (echo "schema=$schema variant=$variant src=$src_key"; cat "${fragments[@]}"
+	[ "$variant" != patched ] || cat "$tool") | sha256sum | cut -c1-16)
 
 srcdir=$cache/src-$version-$tar_sha-$src_key
 outdir=$cache/linux-$version-$variant-$build_key

@@ -1,6 +1,7 @@
 #!/bin/bash
-# Check kernel/patches: every patch in series must apply to a fresh unpack of
-# the Debian linux-source-6.1 tarball with "patch -p1 --fuzz=0" without fuzz
+# Check a series in kernel/patches (6.1/ or 6.12/, the one for the tarball):
+# every patch in its series must apply to a fresh unpack of the Debian
+# linux-source tarball with "patch -p1 --fuzz=0" without fuzz
 # or offset, and pass "scripts/checkpatch.pl --strict" with no error, warning
 # or check. Each patch is checked in the tree where the patches before it
 # (and itself) are applied, as a reviewer would see it.
@@ -18,6 +19,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/checkpatch.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
+dir=$("$here/build.sh" patches | tail -n 1)
+[ -f "$dir/series" ] || { echo "FAIL: kernel/build.sh has no series for this tarball"; exit 1; }
 cached=$("$here/build.sh" source | tail -n 1)
 [ -f "$cached/Makefile" ] || { echo "FAIL: kernel/build.sh source failed"; exit 1; }
 src=$tmp/linux
@@ -27,10 +30,10 @@ series=()
 while read -r p _; do
 	case $p in ''|'#'*) continue ;; esac
 	series+=("$p")
-done <"$here/patches/series"
+done <"$dir/series"
 for ((i = ${#series[@]} - 1; i >= 0; i--)); do
 	patch -d "$src" -p1 -R -s --fuzz=0 --no-backup-if-mismatch \
-		<"$here/patches/${series[i]}" || {
+		<"$dir/${series[i]}" || {
 		echo "FAIL: ${series[i]} does not reverse in the cached tree $cached (remove it)"
 		exit 1
 	}
@@ -39,14 +42,14 @@ bad=0
 while read -r p _; do
 	case $p in ''|'#'*) continue ;; esac
 	echo "=== $p"
-	if ! out=$(patch -d "$src" -p1 --fuzz=0 --no-backup-if-mismatch <"$here/patches/$p"); then
+	if ! out=$(patch -d "$src" -p1 --fuzz=0 --no-backup-if-mismatch <"$dir/$p"); then
 		echo "$out"; echo "FAIL: does not apply"; bad=1; break
 	fi
 	if echo "$out" | grep -q -e offset -e fuzz; then
 		echo "$out"; echo "FAIL: applies with offset or fuzz"; bad=1
 	fi
 	# spdxcheck.py needs python3-ply; without it checkpatch skips that check.
-	res=$(cd "$src" && scripts/checkpatch.pl --strict "$here/patches/$p" 2>/dev/null) || true
+	res=$(cd "$src" && scripts/checkpatch.pl --strict "$dir/$p" 2>/dev/null) || true
 	echo "$res" | grep -E '^(ERROR|WARNING|CHECK)|^total:' || true
 	echo "$res" | grep -q '^total: 0 errors, 0 warnings, 0 checks' || bad=1
 done < <(printf '%s\n' "${series[@]}")

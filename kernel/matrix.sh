@@ -1,7 +1,8 @@
 #!/bin/bash
 # The series compiled in the configurations a maintainer's build bots try,
 # compile-only: kernel/sched/build_utility.o (which includes membarrier.c)
-# with W=1 from kernel/build.sh's cached source tree, with O= outside it.
+# with W=1 from kernel/build.sh's cached source tree, with O= outside it:
+# the series for LINUX_SOURCE_TARBALL (default linux-source-6.1; 6.12 too).
 #
 #   smp-off         x86_64, CONFIG_SMP=n
 #   sysctl-off      x86_64, CONFIG_SYSCTL=n (no kernel.membarrier_* files)
@@ -42,9 +43,10 @@ extra() {
 	esac
 }
 
+dir=$("$here/build.sh" patches | tail -n 1)
 src=$("$here/build.sh" source | tail -n 1)
 [ -f "$src/Makefile" ] || { echo "$me: kernel/build.sh source failed" >&2; exit 1; }
-key=$( (cat "$here/patches/series" "$here"/patches/0*.patch "$here/config.fragment" \
+key=$( (echo "$src"; cat "$dir/series" "$dir"/0*.patch "$here/config.fragment" \
 	"$here/config-nomembarrier.fragment" "$0"
 	gcc --version | head -n 1
 	aarch64-linux-gnu-gcc --version 2>/dev/null | head -n 1 || true) | sha256sum | cut -c1-16)
