@@ -78,6 +78,12 @@ refuses "$work/none.config not found" -p "$top/kernel/patches" -c "$work/none.co
 ok $? "membarrier-build-kernel: a missing configuration is named" "$work/r3.log"
 refuses "unknown argument" --frobnicate >"$work/r4.log"
 ok $? "membarrier-build-kernel: an unknown option is refused" "$work/r4.log"
+mkdir -p "$work/old/linux-5.10"
+printf 'VERSION = 5\nPATCHLEVEL = 10\nSUBLEVEL = 0\n' >"$work/old/linux-5.10/Makefile"
+tar -cJf "$work/old.tar.xz" -C "$work/old" linux-5.10
+refuses 'no series for linux 5.10 .*(series for: 6.1 6.12)' -s "$work/old.tar.xz" \
+	-p "$top/kernel/patches" -c /dev/null >"$work/r5.log"
+ok $? "membarrier-build-kernel: a source of another version: says it has no series for it" "$work/r5.log"
 
 # --- the kernel packages ----------------------------------------------------------
 # kernel/build.sh patched builds them with the tool from the guest suite's

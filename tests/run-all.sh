@@ -236,9 +236,17 @@ for variant in patched nomembarrier debug arm64; do
 		failed=$((failed + 1)); status=1
 	fi
 done
-# The compile-only build matrix of the series (kernel/matrix.sh, cached
+# The series for 6.12 (Debian 13's kernel): its patched kernel, for the
+# tests in tests/guest/linux-6.12.
+linux_6_12=/usr/src/linux-source-6.12.tar.xz
+if ! LINUX_SOURCE_TARBALL=$linux_6_12 kernel/build.sh patched >/dev/null; then
+	echo "FAIL: kernel/build.sh patched ($linux_6_12)"
+	failed=$((failed + 1)); status=1
+fi
+# The compile-only build matrix of each series (kernel/matrix.sh, cached
 # the same way; tests/guest/kernel-matrix.test reports it).
 kernel/matrix.sh >_build/matrix.log 2>&1 || true
+LINUX_SOURCE_TARBALL=$linux_6_12 kernel/matrix.sh >_build/matrix-6.12.log 2>&1 || true
 wait "$prepare_pid"	# its failure shows in the debian-guest stage
 took kernels
 # The builds end here: no test runs beside them.

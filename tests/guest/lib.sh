@@ -75,7 +75,7 @@ guest_setup() {
 		[ -x "${BUSYBOX:-/bin/busybox}" ] || skip_all "busybox-static not installed"
 	fi
 	[ -f "${LINUX_SOURCE_TARBALL:-/usr/src/linux-source-6.1.tar.xz}" ] ||
-		skip_all "linux-source-6.1 not installed"
+		skip_all "${LINUX_SOURCE_TARBALL:-/usr/src/linux-source-6.1.tar.xz} not found"
 	TMPD=$(mktemp -d "${TMPDIR:-/tmp}/guest-test.XXXXXX")
 	trap 'rm -rf "$TMPD"' EXIT
 	KDIR=$("$top_dir/kernel/build.sh" "$1" | tail -n 1)
