@@ -15,7 +15,7 @@
  *       to interrupt.)  The callers are left to the scheduler, as most
  *       programs leave their threads; bench/run.sh takes the median of
  *       three runs.  Some kernels answer a part of the calls without an
- *       IPI all the same (on the 6.18 host of 2026-12-07, a raw
+ *       IPI all the same (on the 6.18 host of 2026-12-06, a raw
  *       PRIVATE_EXPEDITED loop beside a spinning thread pinned to each
  *       CPU had a third of its calls under 1 us): a median far below a
  *       lone caller's is that, not sharing.  The mechanism is the library's choice or
