@@ -120,6 +120,16 @@ ok $? "man membarrier-info shows its page" "$work/man1.log"
 man_shows man8.log 8 membarrier-build-kernel && grep -q 'bindeb' "$work/man8.log"
 ok $? "man 8 membarrier-build-kernel shows its page" "$work/man8.log"
 
+# linux-patch-membarrier carries every series of kernel/patches, whole (a
+# dist tarball in tar's v7 format once dropped the patches whose paths
+# passed 99 characters, and dh_install's globs took what was left).
+run series.log 'cd /usr/src/linux-patch-membarrier && find . -type f | LC_ALL=C sort |
+	xargs sha256sum' &&
+	(cd "$top/kernel/patches" && find . -type f | LC_ALL=C sort | xargs sha256sum) |
+	diff - "$work/series.log" >"$work/series.diff"
+ok $? "linux-patch-membarrier installs kernel/patches/*/ whole: $(grep -c series "$work/series.log") series, $(grep -c '\.patch$' "$work/series.log") patches" \
+	"$work/series.diff"
+
 # The chroot has no linux-source-6.1: the kernel tool says so, and how to
 # get it, before it writes anything.
 run tool.log 'mkdir /tmp/k && cd /tmp/k && ! membarrier-build-kernel -c /dev/null &&
