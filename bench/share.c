@@ -18,8 +18,8 @@
  *       IPI all the same (on the 6.18 host of 2026-12-06, a raw
  *       PRIVATE_EXPEDITED loop beside a spinning thread pinned to each
  *       CPU had a third of its calls under 1 us): a median far below a
- *       lone caller's is that, not sharing.  The mechanism is the library's choice or
- *       LIBMEMBARRIER_HEAVY's.
+ *       lone caller's is that, not sharing.  The mechanism is the
+ *       library's choice or LIBMEMBARRIER_HEAVY's.
  *
  * Prints "RESULT label=... threads=N heavy=H calls=C calls_per_heavy=C/H
  * median_us=... p99_us=..." where H counts the completed heavy barriers,

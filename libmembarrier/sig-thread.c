@@ -228,11 +228,12 @@ static int lmb_status_line(char *line, void *arg)
 }
 
 /* From /proc/self/task/TID/status: the context switches, whether sig is
- * blocked or pending, and whether the thread is running (State).  Read line by line: a line too long for the buffer (CPU and
- * node masks of large machines) is skipped.  The file is about 1.4 KB: a
- * buffer that takes it in one read() takes a quarter off the cost of
- * reading it (15 us instead of 19 on a 2-CPU VM), which a barrier pays
- * for every running thread before it sends the signal. */
+ * blocked or pending, and whether the thread is running (State).  Read
+ * line by line: a line too long for the buffer (CPU and node masks of
+ * large machines) is skipped.  The file is about 1.4 KB: a buffer that
+ * takes it in one read() takes a quarter off the cost of reading it (15
+ * us instead of 19 on a 2-CPU VM), which a barrier pays for every running
+ * thread before it sends the signal. */
 int lmb_read_status(long dirfd, pid_t tid, int sig, struct lmb_status *out)
 {
 	char buf[2048];
