@@ -36,20 +36,56 @@
  * mechanism reads with acquire).
  *
  * Waiting sleeps on the futex (no spinning; a futex wait made with
- * syscall() is no cancellation point).  A signal handler that calls
- * membarrier_heavy() on the thread that runs the call would wait for
- * itself: the runner names itself in lmb_co.owner (pthread_self(), which
- * reads a register), and a caller that finds its own name there, or
- * none (the moment between the word and the name), makes a call of its
- * own.  A child of fork() has only the forking thread: a call that
+ * syscall() is no cancellation point), and never longer than a call of
+ * the mechanism usually takes: a runner can be slow for reasons that have
+ * nothing to do with the call (a SCHED_IDLE or nice 19 thread preempted
+ * mid-call, one stopped by a debugger in non-stop mode, one starved by a
+ * real-time thread), and a waiter must not inherit that.  The runner times
+ * one call in 64 (and the call it makes for waiters, and every call while
+ * nothing was timed yet); lmb_co.typ follows those times, a quarter of
+ * the way each time, but up by at most a quarter of itself, so that a
+ * stalled call's time barely moves it while the stalls are fewer than
+ * half of the calls timed.  A waiter waits typ for the runner to make
+ * progress: at that deadline, not served, it makes a call of its own (a
+ * call that starts after its arrival is all it needs; it is timed too),
+ * unless a call ended meanwhile: then the runner runs, and the call it
+ * runs now (the waiter's, C + 2) gets typ more, once.  So a waiter's call
+ * takes at most typ (2 * typ across one call's end) longer than a call of
+ * its own would have, whatever the runner's fate; when everyone runs, it
+ * is served by the runner as before, and a waiter that wakes late because
+ * it had no CPU and finds itself served makes none.
+ *
+ * A signal handler that calls membarrier_heavy() on the thread that runs
+ * the call would wait for itself: the runner names itself in lmb_co.owner
+ * (pthread_self(), which reads a register), and a caller that finds its
+ * own name there, or none (the moment between the word and the name),
+ * makes a call of its own.
+ *
+ * Children.  A child of fork() has only the forking thread: a call that
  * another thread of the parent had in flight is gone, and the child's
- * handler (registered by the constructor) ends it.
+ * handler (registered by the constructor) ends it.  A child made without
+ * the handlers (_Fork(), a raw fork or clone system call) inherits the
+ * word with the call in flight and a runner that does not exist there:
+ * before it sleeps, a waiter compares getpid() with lmb_co.pid, the
+ * process that owns the word, and makes a call of its own when they
+ * differ.  A child that shares our memory (vfork(), clone(CLONE_VM)
+ * without CLONE_THREAD) differs too: it waits for nobody, and it runs no
+ * shared call of the signal mechanism, whose barrier covers the caller's
+ * own thread group (the parent's waiters would be served by a barrier
+ * that missed their threads).  A kernel command covers every thread of
+ * the memory map, the child's and the parent's: such a child may run
+ * those for everyone.
+ *
+ * The count of calls completed is 30 bits: a waiter measures the calls
+ * since its arrival as an unsigned distance, so one stalled across 2^30
+ * calls makes at most two more, never 2^29.
  */
 #include "internal.h"
 
 #include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <unistd.h>
 #include <linux/futex.h>
 #if HAVE_DECL___LIBC_SINGLE_THREADED
 # include <sys/single_threaded.h>
@@ -58,13 +94,23 @@
 #define LMB_CO_RUNNING	UINT32_C(1)
 #define LMB_CO_WAITERS	UINT32_C(2)
 #define LMB_CO_ONE	UINT32_C(4)	/* one call completed */
+#define LMB_CO_COUNT(w)	((w) & ~(LMB_CO_RUNNING | LMB_CO_WAITERS))
+/* A runner times one call in LMB_CO_SAMPLE (a power of two). */
+#define LMB_CO_SAMPLE	64
+/* The patience before any call was timed, and the most typ may say. */
+#define LMB_CO_FIRST_NS	1000000
+#define LMB_CO_MAX_NS	(UINT32_C(1) << 30)
 
 /* Its own cache lines: light-side readers read the flag next to it. */
 static struct {
 	uint32_t word;
 	uint32_t alone;		/* calls made outside the word */
 	uintptr_t owner;	/* the runner's pthread_self(), or 0 */
+	uint32_t typ;		/* a call's usual time in ns, 0: none timed yet */
+	uint32_t cut;		/* waits cut short by a call of one's own */
+	int pid;		/* the process whose threads share the word */
 	int off;		/* the tests' and benchmarks' switch */
+	int patient;		/* tests: 1 wait without a bound, -1 hardly at all */
 } lmb_co __attribute__((aligned(128)));
 
 /* A call of the caller's own, not shared. */
@@ -72,6 +118,58 @@ static int lmb_co_alone(int mechanism)
 {
 	__atomic_fetch_add(&lmb_co.alone, 1, __ATOMIC_RELAXED);
 	return lmb_mech_barrier(mechanism);
+}
+
+/* Fold a call's time into lmb_co.typ (see above); racing updates may
+ * lose one, which costs nothing but a sample. */
+static void lmb_co_learn(int64_t ns)
+{
+	uint32_t typ = __atomic_load_n(&lmb_co.typ, __ATOMIC_RELAXED), t;
+
+	t = ns < 1 ? 1 : ns > (int64_t)LMB_CO_MAX_NS ? LMB_CO_MAX_NS : (uint32_t)ns;
+	if (typ == 0)
+		typ = t < LMB_CO_FIRST_NS ? t : LMB_CO_FIRST_NS;
+	else if (t < typ)
+		typ -= (typ - t) / 4;
+	else
+		typ += (t - typ < typ ? t - typ : typ) / 4;
+	if (typ > LMB_CO_MAX_NS)
+		typ = LMB_CO_MAX_NS;
+	__atomic_store_n(&lmb_co.typ, typ ? typ : 1, __ATOMIC_RELAXED);
+}
+
+/* How long a waiter waits for the runner's progress: a call's usual time. */
+static int64_t lmb_co_patience(void)
+{
+	uint32_t typ = __atomic_load_n(&lmb_co.typ, __ATOMIC_RELAXED);
+
+	if (__atomic_load_n(&lmb_co.patient, __ATOMIC_RELAXED) < 0)
+		return 1;	/* the tests' impatient waiters */
+	return typ ? (int64_t)typ : LMB_CO_FIRST_NS;
+}
+
+/* A waiter's call of its own, after waiting as long as it may. */
+static int lmb_co_own(int mechanism)
+{
+	int64_t t0 = lmb_now_ns();
+	int ret;
+
+	__atomic_fetch_add(&lmb_co.cut, 1, __ATOMIC_RELAXED);
+	ret = lmb_co_alone(mechanism);
+	lmb_co_learn(lmb_now_ns() - t0);
+	return ret;
+}
+
+/* The process that owns the word: set by the constructor and the fork
+ * handler, or by the first waiter where neither ran (the tests' copy). */
+static int lmb_co_pid(void)
+{
+	int pid = __atomic_load_n(&lmb_co.pid, __ATOMIC_RELAXED), zero = 0;
+
+	if (pid == 0 && !__atomic_compare_exchange_n(&lmb_co.pid, &zero, pid = (int)getpid(), 0,
+						     __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		pid = zero;
+	return pid;
 }
 
 /*
@@ -92,11 +190,6 @@ static int lmb_co_single(void)
 #endif
 }
 
-static int lmb_co_reached(uint32_t word, uint32_t target)
-{
-	return (int32_t)((word & ~(LMB_CO_RUNNING | LMB_CO_WAITERS)) - target) >= 0;
-}
-
 /*
  * Run the call as the one that set LMB_CO_RUNNING in word; end it.  If
  * callers went to sleep during the call, they need the next one: run it
@@ -107,11 +200,19 @@ static int lmb_co_reached(uint32_t word, uint32_t target)
  */
 static void lmb_co_run(int mechanism, uint32_t word, uintptr_t self)
 {
-	int again = 1;
+	int again = 1, timed;
 
+	/* One call in LMB_CO_SAMPLE by its count, and every call until one was. */
+	timed = (LMB_CO_COUNT(word) / LMB_CO_ONE) % LMB_CO_SAMPLE == 0 ||
+		__atomic_load_n(&lmb_co.typ, __ATOMIC_RELAXED) == 0;
 	__atomic_store_n(&lmb_co.owner, self, __ATOMIC_RELAXED);
 	do {
+		int64_t t0 = timed ? lmb_now_ns() : 0;
+
 		(void)lmb_mech_barrier(mechanism);
+		if (timed)
+			lmb_co_learn(lmb_now_ns() - t0);
+		timed = 1;	/* the call for the waiters: they pay far more */
 		word = __atomic_load_n(&lmb_co.word, __ATOMIC_RELAXED);
 	} while ((word & LMB_CO_WAITERS) && again-- &&
 		 __atomic_compare_exchange_n(&lmb_co.word, &word,
@@ -128,7 +229,9 @@ static void lmb_co_run(int mechanism, uint32_t word, uintptr_t self)
 int lmb_coalesce(int mechanism)
 {
 	uintptr_t self = (uintptr_t)pthread_self(), owner;
-	uint32_t word, target;
+	uint32_t word, start, need, seen = 0;
+	int64_t deadline = 0, now;
+	int renewed = 0;
 
 	if (!lmb_mech_shared(mechanism) || __atomic_load_n(&lmb_co.off, __ATOMIC_RELAXED))
 		return lmb_co_alone(mechanism);
@@ -137,6 +240,10 @@ int lmb_coalesce(int mechanism)
 				 __ATOMIC_RELAXED);
 		return lmb_mech_barrier(mechanism);
 	}
+	/* The signal mechanism's barrier covers the caller's thread group:
+	 * a child that shares our memory must not run it for us (see above). */
+	if (lmb_mech_command(mechanism) == 0 && (int)getpid() != lmb_co_pid())
+		return lmb_co_alone(mechanism);
 	/* No call in flight: start one and make it (see above). */
 	word = __atomic_load_n(&lmb_co.word, __ATOMIC_RELAXED);
 	if (!(word & LMB_CO_RUNNING) &&
@@ -147,9 +254,9 @@ int lmb_coalesce(int mechanism)
 	}
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	word = __atomic_load_n(&lmb_co.word, __ATOMIC_SEQ_CST);
-	target = (word & ~(LMB_CO_RUNNING | LMB_CO_WAITERS)) +
-		 ((word & LMB_CO_RUNNING) ? 2 * LMB_CO_ONE : LMB_CO_ONE);
-	while (!lmb_co_reached(word, target)) {
+	start = LMB_CO_COUNT(word);
+	need = (word & LMB_CO_RUNNING) ? 2 * LMB_CO_ONE : LMB_CO_ONE;
+	while (LMB_CO_COUNT(word) - start < need) {
 		if (!(word & LMB_CO_RUNNING)) {
 			if (__atomic_compare_exchange_n(&lmb_co.word, &word, word | LMB_CO_RUNNING,
 							0, __ATOMIC_SEQ_CST, __ATOMIC_ACQUIRE)) {
@@ -161,11 +268,28 @@ int lmb_coalesce(int mechanism)
 		owner = __atomic_load_n(&lmb_co.owner, __ATOMIC_RELAXED);
 		if (owner == 0 || owner == self)
 			return lmb_co_alone(mechanism);	/* see above */
+		now = lmb_now_ns();
+		if (deadline == 0) {
+			/* A child without fork handlers, or one sharing our memory. */
+			if ((int)getpid() != lmb_co_pid())
+				return lmb_co_alone(mechanism);
+			seen = LMB_CO_COUNT(word);
+			deadline = now + lmb_co_patience();
+		} else if (now >= deadline &&
+			   __atomic_load_n(&lmb_co.patient, __ATOMIC_RELAXED) <= 0) {
+			/* The runner ended a call meanwhile: it runs, give the
+			 * call it runs for us as long, once. */
+			if (LMB_CO_COUNT(word) == seen || renewed++)
+				return lmb_co_own(mechanism);
+			seen = LMB_CO_COUNT(word);
+			deadline = now + lmb_co_patience();
+		}
 		if ((word & LMB_CO_WAITERS) ||
 		    __atomic_compare_exchange_n(&lmb_co.word, &word, word | LMB_CO_WAITERS, 0,
 						__ATOMIC_SEQ_CST, __ATOMIC_ACQUIRE))
-			(void)lmb_syscall(SYS_futex, (long)&lmb_co.word, FUTEX_WAIT_PRIVATE,
-					  (long)(word | LMB_CO_WAITERS), 0);
+			lmb_futex_wait(&lmb_co.word, word | LMB_CO_WAITERS,
+				       __atomic_load_n(&lmb_co.patient, __ATOMIC_RELAXED) > 0 ?
+				       0 : deadline - now);
 		word = __atomic_load_n(&lmb_co.word, __ATOMIC_ACQUIRE);
 	}
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -181,11 +305,13 @@ static void lmb_co_atfork_child(void)
 		__atomic_store_n(&lmb_co.word, (word | LMB_CO_RUNNING | LMB_CO_WAITERS) + 1,
 				 __ATOMIC_RELAXED);
 	__atomic_store_n(&lmb_co.owner, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&lmb_co.pid, (int)getpid(), __ATOMIC_RELAXED);
 }
 
 /* From the constructor: pthread_atfork() is not async-signal-safe. */
 void lmb_coalesce_prepare(void)
 {
+	__atomic_store_n(&lmb_co.pid, (int)getpid(), __ATOMIC_RELAXED);
 	(void)pthread_atfork(NULL, NULL, lmb_co_atfork_child);
 }
 
@@ -199,4 +325,22 @@ uint32_t lmb_coalesce_calls(void)
 void lmb_coalesce_set(int on)
 {
 	__atomic_store_n(&lmb_co.off, !on, __ATOMIC_RELAXED);
+}
+
+/* The waits cut short by a call of the waiter's own, and the tests'
+ * patience: 1 waits without a bound, as 1.5 did (the control), -1 cuts
+ * every wait at once (the litmus test of the waiters' own calls). */
+uint32_t lmb_coalesce_cut(void)
+{
+	return __atomic_load_n(&lmb_co.cut, __ATOMIC_RELAXED);
+}
+
+uintptr_t lmb_coalesce_owner(void)
+{
+	return __atomic_load_n(&lmb_co.owner, __ATOMIC_RELAXED);
+}
+
+void lmb_coalesce_patient(int on)
+{
+	__atomic_store_n(&lmb_co.patient, on, __ATOMIC_RELAXED);
 }

@@ -127,6 +127,8 @@ int lmb_emulated_commands(lmb_state_t st);
 long lmb_syscall(long nr, long a, long b, long c, long d);
 pid_t lmb_gettid(void);
 int64_t lmb_now_ns(void);
+/* Sleep on a private futex while *addr == val, at most ns (0: no bound). */
+void lmb_futex_wait(uint32_t *addr, uint32_t val, int64_t ns);
 /* Yield, then sleep a little longer as round grows. */
 void lmb_pause(unsigned int round);
 int lmb_kernel_at_least(long major, long minor);
@@ -240,5 +242,8 @@ int lmb_coalesce(int mechanism);
 void lmb_coalesce_prepare(void);
 uint32_t lmb_coalesce_calls(void);
 void lmb_coalesce_set(int on);
+uint32_t lmb_coalesce_cut(void);
+void lmb_coalesce_patient(int on);
+uintptr_t lmb_coalesce_owner(void);
 
 #endif

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/utsname.h>
+#include <linux/futex.h>
 
 long lmb_syscall(long nr, long a, long b, long c, long d)
 {
@@ -62,6 +63,33 @@ void lmb_pause(unsigned int round)
 		(void)lmb_syscall(nr, CLOCK_MONOTONIC, 0, (long)&ts, 0);
 	}
 	errno = saved;
+}
+
+/*
+ * Sleep on a private futex while *addr holds val, for at most ns
+ * nanoseconds (0: without a bound).  Returns when woken, when *addr no
+ * longer held val, at the bound, or on a signal; the caller reads the
+ * word again.  The raw system call, with the kernel's own timespec (see
+ * lmb_pause()): no cancellation point, errno preserved.
+ */
+void lmb_futex_wait(uint32_t *addr, uint32_t val, int64_t ns)
+{
+#if defined(SYS_futex) && defined(__x86_64__) && defined(__ILP32__)
+	struct { long long tv_sec, tv_nsec; } ts;		/* x32 */
+	long nr = SYS_futex;
+#elif defined(SYS_futex)
+	struct { long tv_sec, tv_nsec; } ts;			/* the kernel's timespec */
+	long nr = SYS_futex;
+#else
+	struct { long long tv_sec, tv_nsec; } ts;		/* 32-bit, time64 only */
+	long nr = SYS_futex_time64;
+#endif
+
+	if (ns > 0) {
+		ts.tv_sec = ns / 1000000000;
+		ts.tv_nsec = ns % 1000000000;
+	}
+	(void)lmb_syscall(nr, (long)addr, FUTEX_WAIT_PRIVATE, (long)val, ns > 0 ? (long)&ts : 0);
 }
 
 /* CLOCK_MONOTONIC in nanoseconds: 64 bits on 32-bit architectures too. */

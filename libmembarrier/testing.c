@@ -37,3 +37,27 @@ void lmb_test_coalesce(int on)
 {
 	lmb_coalesce_set(on);
 }
+
+/* tests/inversion, tests/litmus: the waits cut short, and the waiters'
+ * patience (testing.h). */
+unsigned int lmb_test_cut(void)
+{
+	return lmb_coalesce_cut();
+}
+
+void lmb_test_patient(int on)
+{
+	lmb_coalesce_patient(on);
+}
+
+unsigned long lmb_test_owner(void)
+{
+	return (unsigned long)lmb_coalesce_owner();
+}
+
+/* What the installed library's constructor does besides detection: the
+ * fork handler of shared calls and the process that owns their word. */
+__attribute__((constructor)) static void lmb_test_init(void)
+{
+	lmb_coalesce_prepare();
+}

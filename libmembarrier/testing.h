@@ -13,5 +13,12 @@ long lmb_test_list(char **list);
  * callers), and whether they share them (1, the default) or not. */
 unsigned int lmb_test_calls(void);
 void lmb_test_coalesce(int on);
+/* The waits for a shared call that were cut short by a call of the
+ * waiter's own; and the waiters' patience: 0 as built, 1 without a bound
+ * (1.5's, the control), -1 cut at once (every waiter makes its own). */
+unsigned int lmb_test_cut(void);
+void lmb_test_patient(int on);
+/* The thread running the shared call now (its pthread_t), or 0. */
+unsigned long lmb_test_owner(void);
 
 #endif

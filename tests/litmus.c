@@ -23,9 +23,13 @@
  * theirs (libmembarrier/coalesce.c): A's call is often served by a call
  * another thread started after A arrived.  The program counts the calls
  * of the mechanism, and with --expect-shared fails when no heavy barrier
- * was shared.
+ * was shared.  --impatient (with --callers, in a counting build) cuts every
+ * wait for another's call at once: the waiters make calls of their own
+ * (what a waiter does when its runner is slow), and the run fails if none
+ * did.
  *
- * usage: litmus [--control] [--churn] [--callers N [--expect-shared]]
+ * usage: litmus [--control] [--churn] [--callers N [--expect-shared]
+ *               [--impatient]]
  *               [--rounds N] [--expect none|some]
  * Prints the mechanism and counts; exits 0 when the expectation holds.
  */
@@ -53,6 +57,16 @@ static const int counting = 0;
 static unsigned int lmb_test_calls(void)
 {
 	return 0;
+}
+
+static unsigned int lmb_test_cut(void)
+{
+	return 0;
+}
+
+static void lmb_test_patient(int on)
+{
+	(void)on;
 }
 #endif
 
@@ -197,7 +211,8 @@ int main(int argc, char **argv)
 	unsigned long called0, called1, calls0, calls1;
 	const char *expect = NULL;
 	pthread_t *callers = NULL;
-	int ncallers = 0, expect_shared = 0;
+	int ncallers = 0, expect_shared = 0, impatient = 0;
+	unsigned int cut0;
 	struct membarrier_strategy st;
 	struct args a;
 	struct timespec t0, t1;
@@ -212,6 +227,8 @@ int main(int argc, char **argv)
 			churn = 1;
 		else if (strcmp(argv[i], "--expect-shared") == 0)
 			expect_shared = 1;
+		else if (strcmp(argv[i], "--impatient") == 0 && counting)
+			impatient = 1;
 		else if (strcmp(argv[i], "--callers") == 0 && i + 1 < argc)
 			ncallers = atoi(argv[++i]);
 		else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
@@ -220,7 +237,7 @@ int main(int argc, char **argv)
 			expect = argv[++i];
 		else {
 			fprintf(stderr, "usage: litmus [--control] [--churn] [--callers N "
-				"[--expect-shared]] [--rounds N] [--expect none|some]\n");
+				"[--expect-shared] [--impatient]] [--rounds N] [--expect none|some]\n");
 			return 2;
 		}
 	}
@@ -248,6 +265,8 @@ int main(int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	churn0 = __atomic_load_n(&churned, __ATOMIC_RELAXED);
 	called0 = __atomic_load_n(&called, __ATOMIC_RELAXED);
+	lmb_test_patient(impatient ? -1 : 0);
+	cut0 = lmb_test_cut();
 	calls0 = lmb_test_calls();
 	for (unsigned long i = 1; i <= rounds; i++) {
 		rendezvous(2 * i - 1);
@@ -320,6 +339,15 @@ int main(int argc, char **argv)
 		if (called1 == called0 || (expect_shared && calls1 - calls0 >= heavy)) {
 			fprintf(stderr, "litmus: the heavy barriers were not shared\n");
 			return 2;
+		}
+		/* --impatient: the waiters' own calls must have happened. */
+		if (impatient) {
+			printf("litmus: %u waits cut short by a call of the waiter's own\n",
+			       lmb_test_cut() - cut0);
+			if (lmb_test_cut() == cut0) {
+				fprintf(stderr, "litmus: no wait was cut short\n");
+				return 2;
+			}
 		}
 	}
 	if (expect == NULL)

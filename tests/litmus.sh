@@ -39,7 +39,7 @@ shared=
 n=0 failed=0
 . "${top_srcdir:-.}/tests/emulator.sh"
 
-echo "1..7"
+echo "1..9"
 # A control may find nothing in one batch while the machine keeps the two
 # threads from leaving the rendezvous together (it happened: 3 forbidden
 # outcomes in 5 * 10^6 rounds with churn, 18777 without, in one CI run;
@@ -84,6 +84,15 @@ fi
 check "seccomp-forced EPERM, signal fallback, shared with $callers heavy callers: none in $eperm_rounds rounds" \
 	sandboxed env -u LIBMEMBARRIER_HEAVY $emu "$seccomp" EPERM $emu "$litmus" \
 	--callers $callers $shared --rounds "$eperm_rounds" --expect none
+# Waiters whose runner is slow make calls of their own (coalesce.c): the
+# same runs with every wait cut short at once (tests/litmus.c --impatient).
+impatient_rounds=$((rounds / 5))
+check "native mechanism, $callers heavy callers, every wait cut short: none in $impatient_rounds rounds" \
+	env -u LIBMEMBARRIER_HEAVY $emu "$litmus" --callers $callers --impatient \
+	--rounds "$impatient_rounds" --expect none
+check "seccomp-forced EPERM, signal fallback, $callers heavy callers, every wait cut short: none in $eperm_rounds rounds" \
+	sandboxed env -u LIBMEMBARRIER_HEAVY $emu "$seccomp" EPERM $emu "$litmus" \
+	--callers $callers --impatient --rounds "$eperm_rounds" --expect none
 check "LIBMEMBARRIER_HEAVY=fence: none in $rounds rounds" \
 	env LIBMEMBARRIER_HEAVY=fence $emu "$litmus" --rounds "$rounds" --expect none
 check "LIBMEMBARRIER_HEAVY=global (RCU grace period): none in $global_rounds rounds" \
