@@ -161,7 +161,7 @@ static void lmb_atfork_child(void)
 void lmb_signal_prepare(void)
 {
 	if (!__atomic_exchange_n(&lmb_atfork_done, 1, __ATOMIC_ACQ_REL))
-		(void)pthread_atfork(NULL, NULL, lmb_atfork_child);
+		(void)pthread_atfork(lmb_blockers_prepare, NULL, lmb_atfork_child);
 }
 
 /* Publish sig in place of old; a racing thread may have published first. */

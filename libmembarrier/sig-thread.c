@@ -9,6 +9,7 @@
 #include "sig.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <string.h>
 
@@ -267,11 +268,26 @@ int lmb_read_status(long dirfd, pid_t tid, int sig, struct lmb_status *out)
  * descriptor free).  One move at a time (lmb_force_busy), so that two
  * barriers cannot take each other's temporary set for the application's;
  * static sets (up to 8192 CPUs), as the stack may be a small alternate one.
+ *
+ * The mover blocks every signal while it holds lmb_force_busy: a handler
+ * that made a barrier of its own there would find the lock taken by the
+ * barrier it interrupted, which cannot go on until the handler returns,
+ * and a thread that needed moving would hold that barrier up until it
+ * aborted.  The moved thread may fork() while it is on one CPU: its child
+ * would keep that CPU alone, so the fork handlers compare the forking
+ * thread (lmb_fork_tid, from the prepare handler) with the one moved
+ * (lmb_force_tid), and the child of the moved thread takes back the set
+ * the application gave it.  (glibc holds its fork-handler lock from the
+ * prepare handlers to the child's, so the two forks cannot mix.)
  */
 #define LMB_SET_LONGS (1024 / sizeof(unsigned long))
 #define LMB_LONG_BITS (8 * sizeof(unsigned long))
 static int lmb_force_busy;
+static pid_t lmb_force_tid, lmb_fork_tid;
+static long lmb_force_len;
 static unsigned long lmb_app_set[LMB_SET_LONGS], lmb_one_set[LMB_SET_LONGS];
+/* The tests' widening of the moment on one CPU (testing.c), in ns. */
+int64_t lmb_force_hold_ns;
 
 /* Move tid to CPU cpu alone: 0 or -errno. */
 static long lmb_move_to(pid_t tid, long len, long cpu)
@@ -295,14 +311,24 @@ static int lmb_in_set(const unsigned long *set, long cpu)
 int lmb_force_switch(pid_t tid)
 {
 	long len, ret, a = -1, b = -1, bits;
+	/* The kernel's signal set (8 bytes; 16 on mips), not glibc's 128. */
+	unsigned char all[(_NSIG - 1) / 8], old[(_NSIG - 1) / 8];
 
-	if (__atomic_exchange_n(&lmb_force_busy, 1, __ATOMIC_ACQUIRE))
+	memset(all, 0xff, sizeof(all));
+	(void)lmb_syscall(SYS_rt_sigprocmask, SIG_SETMASK, (long)all, (long)old, sizeof(all));
+	if (__atomic_exchange_n(&lmb_force_busy, 1, __ATOMIC_ACQUIRE)) {
+		(void)lmb_syscall(SYS_rt_sigprocmask, SIG_SETMASK, (long)old, 0, sizeof(old));
 		return -EBUSY;
+	}
+	__atomic_store_n(&lmb_force_len, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&lmb_force_tid, tid, __ATOMIC_RELAXED);
 	len = lmb_syscall(SYS_sched_getaffinity, tid, sizeof(lmb_app_set), (long)lmb_app_set, 0);
 	if (len <= 0 || len % (long)sizeof(unsigned long) != 0) {
 		ret = len < 0 ? len : -EINVAL;
 		goto out;
 	}
+	/* Published before the first move: a child of the moved thread reads it. */
+	__atomic_store_n(&lmb_force_len, len, __ATOMIC_SEQ_CST);
 	bits = len * 8;
 	for (long cpu = 0; cpu < bits && b < 0; cpu++)
 		if (lmb_in_set(lmb_app_set, cpu)) {
@@ -312,6 +338,8 @@ int lmb_force_switch(pid_t tid)
 				b = cpu;
 		}
 	ret = a < 0 ? -EINVAL : lmb_move_to(tid, len, a);
+	for (int64_t t = 0; ret == 0 && t < lmb_force_hold_ns; t += 1000000)
+		lmb_pause(1024);	/* 1 ms */
 	if (ret == 0 && b >= 0) {
 		ret = lmb_move_to(tid, len, b);
 	} else if (ret == 0) {
@@ -326,7 +354,9 @@ int lmb_force_switch(pid_t tid)
 	if (a >= 0)
 		(void)lmb_syscall(SYS_sched_setaffinity, tid, len, (long)lmb_app_set, 0);
 out:
+	__atomic_store_n(&lmb_force_tid, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&lmb_force_busy, 0, __ATOMIC_RELEASE);
+	(void)lmb_syscall(SYS_rt_sigprocmask, SIG_SETMASK, (long)old, 0, sizeof(old));
 	return (int)ret;
 }
 
@@ -365,8 +395,22 @@ void lmb_ran_set(pid_t tid, int ran)
  * threads. */
 void lmb_blockers_reset(void)
 {
+	pid_t moved = __atomic_load_n(&lmb_force_tid, __ATOMIC_RELAXED);
+	long len = __atomic_load_n(&lmb_force_len, __ATOMIC_RELAXED);
+
+	/* Forked by the thread a barrier had moved to one CPU (see above). */
+	if (__atomic_load_n(&lmb_force_busy, __ATOMIC_RELAXED) && moved != 0 &&
+	    moved == lmb_fork_tid && len > 0)
+		(void)lmb_syscall(SYS_sched_setaffinity, 0, len, (long)lmb_app_set, 0);
 	for (int i = 0; i < LMB_RAN; i++)
 		__atomic_store_n(&lmb_ran[i], 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&lmb_force_busy, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&lmb_force_tid, 0, __ATOMIC_RELAXED);
 	lmb_reserve_reset();
+}
+
+/* The prepare handler: the thread that forks (see lmb_force_switch()). */
+void lmb_blockers_prepare(void)
+{
+	lmb_fork_tid = lmb_gettid();
 }

@@ -232,6 +232,8 @@ int lmb_force_switch(pid_t tid);
 int lmb_ran_last(pid_t tid);
 void lmb_ran_set(pid_t tid, int ran);
 void lmb_blockers_reset(void);
+void lmb_blockers_prepare(void);
+extern int64_t lmb_force_hold_ns;
 
 /* sig-list.c */
 extern struct lmb_own lmb_owns[LMB_SLOTS];

@@ -55,6 +55,12 @@ unsigned long lmb_test_owner(void)
 	return (unsigned long)lmb_coalesce_owner();
 }
 
+/* tests/move: keep a moved thread on its first CPU this long (ns). */
+void lmb_test_force_hold(long long ns)
+{
+	lmb_force_hold_ns = ns;
+}
+
 /* What the installed library's constructor does besides detection: the
  * fork handler of shared calls and the process that owns their word. */
 __attribute__((constructor)) static void lmb_test_init(void)

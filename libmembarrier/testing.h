@@ -20,5 +20,8 @@ unsigned int lmb_test_cut(void);
 void lmb_test_patient(int on);
 /* The thread running the shared call now (its pthread_t), or 0. */
 unsigned long lmb_test_owner(void);
+/* Keep a thread that a signal barrier moves between CPUs (a thread that
+ * blocks the signal) on the first CPU for ns nanoseconds. */
+void lmb_test_force_hold(long long ns);
 
 #endif
