@@ -259,6 +259,12 @@ sh_cph8=$(sh_ private-expedited 8 on calls_per_heavy)
 sh_med8=$(ratio "$(sh_ private-expedited 8 on median_us)" "$(sh_ private-expedited 1 on median_us)" 2)
 sg_cph8=$(sh_ signal 8 on calls_per_heavy)
 sg_med8=$(ratio "$(sh_ signal 8 on median_us)" "$(sh_ signal 1 on median_us)" 2)
+# inv MECH SCENE own|shared|control: the worst call of tests/inversion's phase.
+inv() { get inversion.txt "inversion-$1-$2-$3" worst_ms; }
+inv_worst=$(for sc in private-expedited:idle private-expedited:stopped private-expedited:fifo \
+	signal:stopped; do
+	ratio "$(inv "${sc%%:*}" "${sc#*:}" shared)" "$(inv "${sc%%:*}" "${sc#*:}" own)" 2
+done | awk '$1 != "-" { if (n++ == 0 || $1 > m) m = $1 } END { if (n) print m }')
 verdict() { # VALUE OP LIMIT
 	awk -v x="$1" -v op="$2" -v l="$3" 'BEGIN {
 		if (x == "" || x == "-") { print "not measured"; exit }
@@ -361,6 +367,7 @@ switch on the host, not a hardware interrupt (see "On real hardware").
 | the same, the critical section in a separate function | median $(lt call ratio_median), 95% interval $(lt call ci95_lo)-$(lt call ci95_hi) (**$lc_goal**) |
 | LIBMEMBARRIER_LIGHT_COMPILER_BARRIER's membarrier_light() / compiler barrier, reader loop; separate function | median $(lt optin ratio_median), 95% interval $(lt optin ci95_lo)-$(lt optin ci95_hi) (**$lo_goal**); median $(lt call-optin ratio_median), $(lt call-optin ci95_lo)-$(lt call-optin ci95_hi) (**$lco_goal**) |
 | 8 threads calling membarrier_heavy(), shared: calls per barrier; median latency vs a lone caller | private-expedited $(sig "$sh_cph8"), $sh_med8 x; signal $(sig "$sg_cph8"), $sg_med8 x (section 6) |
+| a shared call's runner preempted (SCHED_IDLE) / stopped / starved (SCHED_FIFO): the others' worst call, shared vs their own calls; 1.5's unbounded waits | private-expedited $(ratio "$(inv private-expedited idle shared)" "$(inv private-expedited idle own)" 2) / $(ratio "$(inv private-expedited stopped shared)" "$(inv private-expedited stopped own)" 2) / $(ratio "$(inv private-expedited fifo shared)" "$(inv private-expedited fifo own)" 2) x; 1.5: $(ratio "$(inv private-expedited idle control)" "$(inv private-expedited idle own)" 0) / $(ratio "$(inv private-expedited stopped control)" "$(inv private-expedited stopped own)" 0) / $(ratio "$(inv private-expedited fifo control)" "$(inv private-expedited fifo own)" 0) x (section 6) |
 | membarrier(PRIVATE_EXPEDITED) through the library vs raw syscall() | ${i_pl:--} vs ${i_pr:--} user-space instructions per call |
 | QUERY from the library (inline) vs from the kernel | $(fmt "$q_l") ns vs $(fmt "$q_k") ns: $q_ratio x faster (the library's function: $(fmt "$q_f") ns, $q_fratio x) |
 
@@ -691,6 +698,27 @@ $(for mech in private-expedited signal global; do
 	done
 done)
 
+A shared call's runner that cannot run (\`tests/inversion\`, phases of
+1 s in one process): a SCHED_IDLE thread making calls beside a spinning
+thread and the timed thread, all on one CPU (idle); a runner stopped by
+ptrace for 2 s while it holds the call, two threads on the other CPU
+timing theirs (stopped); a runner caught the same way, then let go while
+a SCHED_FIFO thread spins on its CPU (fifo).  The timed threads' worst
+call with calls of their own, shared, and shared with waits that end only
+when the runner ends its call (1.5's).  With the signal mechanism, idle
+and fifo are not run: a call of one's own waits for the starved thread's
+handler as well.
+
+| mechanism | scene | own calls, worst ms | shared, worst ms | shared / own | 1.5 (unbounded waits), worst ms |
+|---|---|---|---|---|---|
+$(for sc in private-expedited:idle private-expedited:stopped private-expedited:fifo signal:stopped; do
+	mech=${sc%%:*} scene=${sc#*:}
+	printf '| %s | %s | %s | %s | %s x | %s |\n' "$mech" "$scene" \
+		"$(fmt "$(inv "$mech" "$scene" own)")" "$(fmt "$(inv "$mech" "$scene" shared)")" \
+		"$(ratio "$(inv "$mech" "$scene" shared)" "$(inv "$mech" "$scene" own)" 2)" \
+		"$(fmt "$(inv "$mech" "$scene" control)")"
+done)
+
 What sharing buys depends on whether callers arrive during each other's
 calls.  A signal round takes tens of microseconds or more, so they do,
 and sharing cuts both the calls and each caller's wait.  A kernel command
@@ -717,6 +745,7 @@ Each goal as measured in this run; a ratio counts as met only when its
 | the same, in a separate function | $(ir call-barrier) / $(ir call-light) | |
 | membarrier(PRIVATE_EXPEDITED) within 40 user-space instructions | ${i_pl:--} (raw syscall(): ${i_pr:--}; exact, callgrind) | **$goal_wrap** |
 | cached QUERY at least 100 x faster than the kernel's | $q_ratio x, 95% interval $q_lo-$q_hi, 21 interleaved rounds (the function itself: $q_fratio x) | **$goal_query** |
+| a waiter's worst call at most 2 x its own calls' worst, whatever its runner's fate (section 6, the worst scene) | $(sig "$inv_worst") x | **$(verdict "$inv_worst" "<=" 2)** |
 | heavy() over signals, 1 other running thread, at most 10 us | median $(fmt "$s1") us, p90 $(fmt "$s1p") us | **$goal_s1** |
 | heavy() over signals, 32 sleeping threads, at most 50 us | median $(fmt "$s32") us, p90 $(fmt "$s32p") us | **$goal_s32** |
 | LIBMEMBARRIER_LIGHT_COMPILER_BARRIER: membarrier_light() within 2% of a compiler barrier, in the reader loop | median $(lt optin ratio_median), 95% interval $(lt optin ci95_lo)-$(lt optin ci95_hi), quartiles $(lt optin ratio_q25)-$(lt optin ratio_q75) | **$lo_goal** |

@@ -66,7 +66,7 @@ show() {
 		s = ""
 		for (i = 2; i <= NF; i++) {
 			split($i, kv, "=")
-			if (kv[1] ~ /^(label|calls|calls_per_heavy|p99_us|mean_us|median_us|ipi_per_call|mech|reads_per_s|ns_per_read|violations|victim_ops_per_s|victim_ipis_per_s|victim_irqs_per_s|attacker_calls_per_s|ns|instructions|skipped)$/)
+			if (kv[1] ~ /^(label|calls|calls_per_heavy|worst_ms|p99_us|mean_us|median_us|ipi_per_call|mech|reads_per_s|ns_per_read|violations|victim_ops_per_s|victim_ipis_per_s|victim_irqs_per_s|attacker_calls_per_s|ns|instructions|skipped)$/)
 				s = s " " $i
 		}
 		printf "         %s\n", s; fflush()
@@ -262,6 +262,14 @@ for r in 1 2 3; do
 		done
 	done 2>&1 | sed "s/^RESULT /RESULT round=$r /" | tee -a "$data/share.txt" | show
 done
+
+# A shared call's runner that cannot run: tests/inversion's scenes (a
+# SCHED_IDLE runner beside a spinner on one CPU; a runner stopped by
+# ptrace; one starved by a SCHED_FIFO thread), each phase's worst call
+# with calls of one's own, shared, and shared with 1.5's unbounded waits.
+progress "host: shared calls whose runner is preempted, stopped or starved (tests/inversion)"
+"$top_builddir/tests/inversion" 2>&1 | sed -n 's/^# RESULT /RESULT /p' |
+	tee "$data/inversion.txt" | show
 
 # The signal mechanism under CPU contention: a preempted, runnable thread
 # must get its CPU back to run the handler.  1, 2 and 4 threads running
