@@ -45,15 +45,17 @@
  * nothing was timed yet); lmb_co.typ follows those times, a quarter of
  * the way each time, but up by at most a quarter of itself, so that a
  * stalled call's time barely moves it while the stalls are fewer than
- * half of the calls timed.  A waiter waits typ for the runner to make
- * progress: at that deadline, not served, it makes a call of its own (a
- * call that starts after its arrival is all it needs; it is timed too),
- * unless a call ended meanwhile: then the runner runs, and the call it
- * runs now (the waiter's, C + 2) gets typ more, once.  So a waiter's call
- * takes at most typ (2 * typ across one call's end) longer than a call of
- * its own would have, whatever the runner's fate; when everyone runs, it
- * is served by the runner as before, and a waiter that wakes late because
- * it had no CPU and finds itself served makes none.
+ * half of the calls timed.  A waiter waits for the runner's progress for
+ * 4 * typ + 50 us (the calls a waiter usually waits for, with their
+ * spread, and the slack of a timed sleep, which is no shorter): at that
+ * deadline, not served, it makes a call of its own (a call that starts
+ * after its arrival is all it needs; it is timed too), unless a call ended
+ * meanwhile: then the runner runs, and the call it runs now gets as long
+ * (twice at most: the target is two calls away at most).  So a waiter
+ * pays at most that patience for a runner that stopped, whatever stopped
+ * it; when everyone runs, it is served by the runner as before, and a
+ * waiter that wakes late because it had no CPU and finds itself served
+ * makes none.
  *
  * A signal handler that calls membarrier_heavy() on the thread that runs
  * the call would wait for itself: the runner names itself in lmb_co.owner
@@ -74,7 +76,11 @@
  * own thread group (the parent's waiters would be served by a barrier
  * that missed their threads).  A kernel command covers every thread of
  * the memory map, the child's and the parent's: such a child may run
- * those for everyone.
+ * those for everyone, but where the command fails and the signal
+ * mechanism serves instead (mechanism.c counts that), its call ends
+ * without counting, and the waiters make the next.  Such a child killed
+ * in the middle of a call leaves it in flight for good: from then on
+ * every waiter waits its patience and makes its own call.
  *
  * The count of calls completed is 30 bits: a waiter measures the calls
  * since its arrival as an unsigned distance, so one stalled across 2^30
@@ -100,6 +106,9 @@
 /* The patience before any call was timed, and the most typ may say. */
 #define LMB_CO_FIRST_NS	1000000
 #define LMB_CO_MAX_NS	(UINT32_C(1) << 30)
+/* A waiter's patience: LMB_CO_PATIENCE calls and a timed sleep's slack. */
+#define LMB_CO_PATIENCE	4
+#define LMB_CO_SLACK_NS	50000
 
 /* Its own cache lines: light-side readers read the flag next to it. */
 static struct {
@@ -108,6 +117,7 @@ static struct {
 	uintptr_t owner;	/* the runner's pthread_self(), or 0 */
 	uint32_t typ;		/* a call's usual time in ns, 0: none timed yet */
 	uint32_t cut;		/* waits cut short by a call of one's own */
+	uint32_t uncounted;	/* calls that ended without counting */
 	int pid;		/* the process whose threads share the word */
 	int off;		/* the tests' and benchmarks' switch */
 	int patient;		/* tests: 1 wait without a bound, -1 hardly at all */
@@ -138,14 +148,14 @@ static void lmb_co_learn(int64_t ns)
 	__atomic_store_n(&lmb_co.typ, typ ? typ : 1, __ATOMIC_RELAXED);
 }
 
-/* How long a waiter waits for the runner's progress: a call's usual time. */
+/* How long a waiter waits for the runner's progress (see above). */
 static int64_t lmb_co_patience(void)
 {
 	uint32_t typ = __atomic_load_n(&lmb_co.typ, __ATOMIC_RELAXED);
 
 	if (__atomic_load_n(&lmb_co.patient, __ATOMIC_RELAXED) < 0)
 		return 1;	/* the tests' impatient waiters */
-	return typ ? (int64_t)typ : LMB_CO_FIRST_NS;
+	return typ ? LMB_CO_PATIENCE * (int64_t)typ + LMB_CO_SLACK_NS : LMB_CO_FIRST_NS;
 }
 
 /* A waiter's call of its own, after waiting as long as it may. */
@@ -206,19 +216,39 @@ static void lmb_co_run(int mechanism, uint32_t word, uintptr_t self)
 	timed = (LMB_CO_COUNT(word) / LMB_CO_ONE) % LMB_CO_SAMPLE == 0 ||
 		__atomic_load_n(&lmb_co.typ, __ATOMIC_RELAXED) == 0;
 	__atomic_store_n(&lmb_co.owner, self, __ATOMIC_RELAXED);
-	do {
+	for (;;) {
+		uint32_t fell = __atomic_load_n(&lmb_mech_fallbacks, __ATOMIC_RELAXED);
 		int64_t t0 = timed ? lmb_now_ns() : 0;
 
 		(void)lmb_mech_barrier(mechanism);
+		/*
+		 * A kernel command failed and the signal mechanism served
+		 * instead, in a child sharing our memory: its barrier missed
+		 * the parent's threads.  The call ends without counting; the
+		 * waiters wake and make the next one.
+		 */
+		if (__atomic_load_n(&lmb_mech_fallbacks, __ATOMIC_RELAXED) != fell &&
+		    (int)getpid() != lmb_co_pid()) {
+			__atomic_fetch_add(&lmb_co.uncounted, 1, __ATOMIC_RELAXED);
+			__atomic_store_n(&lmb_co.owner, 0, __ATOMIC_RELAXED);
+			word = LMB_CO_COUNT(__atomic_load_n(&lmb_co.word, __ATOMIC_RELAXED));
+			word = __atomic_exchange_n(&lmb_co.word, word, __ATOMIC_SEQ_CST);
+			if (word & LMB_CO_WAITERS)
+				(void)lmb_syscall(SYS_futex, (long)&lmb_co.word, FUTEX_WAKE_PRIVATE,
+						  INT_MAX, 0);
+			return;
+		}
 		if (timed)
 			lmb_co_learn(lmb_now_ns() - t0);
 		timed = 1;	/* the call for the waiters: they pay far more */
 		word = __atomic_load_n(&lmb_co.word, __ATOMIC_RELAXED);
-	} while ((word & LMB_CO_WAITERS) && again-- &&
-		 __atomic_compare_exchange_n(&lmb_co.word, &word,
-					     ((word | LMB_CO_RUNNING | LMB_CO_WAITERS) + 1) |
-					     LMB_CO_RUNNING | LMB_CO_WAITERS, 0,
-					     __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
+		if (!((word & LMB_CO_WAITERS) && again-- &&
+		      __atomic_compare_exchange_n(&lmb_co.word, &word,
+						  ((word | LMB_CO_RUNNING | LMB_CO_WAITERS) + 1) |
+						  LMB_CO_RUNNING | LMB_CO_WAITERS, 0,
+						  __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)))
+			break;
+	}
 	__atomic_store_n(&lmb_co.owner, 0, __ATOMIC_RELAXED);
 	word = __atomic_exchange_n(&lmb_co.word, (word | LMB_CO_RUNNING | LMB_CO_WAITERS) + 1,
 				   __ATOMIC_SEQ_CST);
@@ -231,7 +261,6 @@ int lmb_coalesce(int mechanism)
 	uintptr_t self = (uintptr_t)pthread_self(), owner;
 	uint32_t word, start, need, seen = 0;
 	int64_t deadline = 0, now;
-	int renewed = 0;
 
 	if (!lmb_mech_shared(mechanism) || __atomic_load_n(&lmb_co.off, __ATOMIC_RELAXED))
 		return lmb_co_alone(mechanism);
@@ -277,9 +306,10 @@ int lmb_coalesce(int mechanism)
 			deadline = now + lmb_co_patience();
 		} else if (now >= deadline &&
 			   __atomic_load_n(&lmb_co.patient, __ATOMIC_RELAXED) <= 0) {
-			/* The runner ended a call meanwhile: it runs, give the
-			 * call it runs for us as long, once. */
-			if (LMB_CO_COUNT(word) == seen || renewed++)
+			/* The runner ended a call meanwhile: it runs, and the
+			 * call it runs now gets as long (twice at most: the
+			 * target is two calls away at most). */
+			if (LMB_CO_COUNT(word) == seen)
 				return lmb_co_own(mechanism);
 			seen = LMB_CO_COUNT(word);
 			deadline = now + lmb_co_patience();
@@ -333,6 +363,11 @@ void lmb_coalesce_set(int on)
 uint32_t lmb_coalesce_cut(void)
 {
 	return __atomic_load_n(&lmb_co.cut, __ATOMIC_RELAXED);
+}
+
+uint32_t lmb_coalesce_uncounted(void)
+{
+	return __atomic_load_n(&lmb_co.uncounted, __ATOMIC_RELAXED);
 }
 
 uintptr_t lmb_coalesce_owner(void)

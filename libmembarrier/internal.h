@@ -221,6 +221,8 @@ int lmb_signal_can_sync_core(void);
  * The mechanisms of membarrier_heavy() (mechanism.c), the only way
  * state.c and the public entry points reach them.
  */
+/* Kernel barriers replaced by the signal mechanism at run time, so far. */
+extern uint32_t lmb_mech_fallbacks;
 int lmb_mech_count(void);
 int lmb_mech_setup(int mechanism, int kmask, int skipped, int sig);
 int lmb_mech_barrier(int mechanism);
@@ -243,6 +245,7 @@ void lmb_coalesce_prepare(void);
 uint32_t lmb_coalesce_calls(void);
 void lmb_coalesce_set(int on);
 uint32_t lmb_coalesce_cut(void);
+uint32_t lmb_coalesce_uncounted(void);
 void lmb_coalesce_patient(int on);
 uintptr_t lmb_coalesce_owner(void);
 

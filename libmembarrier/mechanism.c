@@ -15,12 +15,18 @@
  * after start-up, ENOMEM, a process restored onto another kernel) is
  * replaced by the signal mechanism for that call: by then
  * membarrier_light() may have dropped its fence, so the heavy barrier
- * cannot fail (heavy.c).
+ * cannot fail (heavy.c).  lmb_mech_fallbacks counts those replacements:
+ * the signal mechanism covers the caller's thread group only, which is
+ * not everyone a kernel command covers in a child sharing our memory.
  */
+uint32_t lmb_mech_fallbacks;
+
 static int lmb_kernel_barrier(int cmd)
 {
 	if (lmb_kernel_call(cmd, 0, 0) == 0)
 		return 0;
+	/* Counted: a shared call's runner must know (coalesce.c). */
+	__atomic_fetch_add(&lmb_mech_fallbacks, 1, __ATOMIC_RELAXED);
 	return lmb_signal_heavy(0);
 }
 

@@ -18,6 +18,9 @@ void lmb_test_coalesce(int on);
  * (1.5's, the control), -1 cut at once (every waiter makes its own). */
 unsigned int lmb_test_cut(void);
 void lmb_test_patient(int on);
+/* Shared calls that ended without counting: run by a child sharing our
+ * memory, where the signal mechanism replaced a failed kernel command. */
+unsigned int lmb_test_uncounted(void);
 /* The thread running the shared call now (its pthread_t), or 0. */
 unsigned long lmb_test_owner(void);
 /* Keep a thread that a signal barrier moves between CPUs (a thread that

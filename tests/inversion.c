@@ -18,8 +18,11 @@
  * runner ends its call, as in 1.5.  The timed threads' worst call when
  * shared must be at most twice their worst call of their own (up to three
  * pairs of phases: a worst call is the tail of a noisy host's
- * distribution), and the control's must be more than that, or the scene
- * proved nothing.  The figures are printed, and make bench reports them
+ * distribution), and the control's must be more than that (up to three
+ * phases), or the scene proved nothing.  fifo catches the runner in user
+ * space: one preempted inside the kernel's membarrier() holding its mutex
+ * holds up a call of one's own just as long (the kernel's inversion, on a
+ * preemptible kernel), which no library can shorten.  The figures are printed, and make bench reports them
  * (section 6).  With the signal mechanism only stopped runs: its own call
  * waits for a preempted or starved thread's handler too, so there is
  * nothing for sharing to add.  stopped and fifo need two CPUs, fifo also
@@ -54,7 +57,9 @@ enum mode { OFF, SHARED, CONTROL };
  * A worst call is the tail of a noisy distribution (this host's other
  * work, its hypervisor): up to ATTEMPTS pairs of phases, own then shared,
  * until one pair meets the bound.  A waiter that waits on its runner fails
- * every pair by far: the control shows by how much.
+ * every pair by far: the control shows by how much.  The control, too,
+ * may catch nothing in one phase (idle: the SCHED_IDLE runner may finish
+ * its calls between the others' turns): up to ATTEMPTS phases.
  */
 #define ATTEMPTS 3
 #define PHASE_NS 1000000000
@@ -363,7 +368,11 @@ static void scene(const char *mech, const char *name, int fifo)
 			break;
 	}
 	CHECK(held, "%s: the runner was never caught holding a shared call\n", name);
-	control = scene_caught(CONTROL, fifo, &held);
+	for (int attempt = 1;; attempt++) {
+		control = scene_caught(CONTROL, fifo, &held);
+		if (control > 2 * own || attempt == ATTEMPTS)
+			break;
+	}
 	CHECK(held, "%s, control: the runner was never caught holding a call\n", name);
 	verdict(mech, name, own, shared, control);
 }
@@ -381,7 +390,7 @@ static int scenes(const char *mech)
 static void run(const char *mech)
 {
 	if (scenes(mech) == 6) {
-		int64_t own, shared;
+		int64_t own, shared, control;
 
 		for (int attempt = 1;; attempt++) {
 			own = scene_idle(OFF);
@@ -389,7 +398,12 @@ static void run(const char *mech)
 			if (shared <= 2 * own || attempt == ATTEMPTS)
 				break;
 		}
-		verdict(mech, "idle", own, shared, scene_idle(CONTROL));
+		for (int attempt = 1;; attempt++) {
+			control = scene_idle(CONTROL);
+			if (control > 2 * own || attempt == ATTEMPTS)
+				break;
+		}
+		verdict(mech, "idle", own, shared, control);
 	}
 	if (cpu_b < 0) {
 		printf("ok - %s, stopped # SKIP one CPU: the runner and the others need two\n", mech);

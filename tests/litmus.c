@@ -26,7 +26,11 @@
  * was shared.  --impatient (with --callers, in a counting build) cuts every
  * wait for another's call at once: the waiters make calls of their own
  * (what a waiter does when its runner is slow), and the run fails if none
- * did.
+ * did.  (It has no control of its own: a cut wait spends microseconds in
+ * system calls before it returns, far longer than a store buffer holds a
+ * store, so even a cut wait that made no call at all shows no reordering
+ * here.  It shows that the path returns, and returns 0, among the others;
+ * its ordering is the mechanism's own call's, as for any lone caller.)
  *
  * usage: litmus [--control] [--churn] [--callers N [--expect-shared]
  *               [--impatient]]
@@ -229,6 +233,7 @@ int main(int argc, char **argv)
 			expect_shared = 1;
 		else if (strcmp(argv[i], "--impatient") == 0 && counting)
 			impatient = 1;
+
 		else if (strcmp(argv[i], "--callers") == 0 && i + 1 < argc)
 			ncallers = atoi(argv[++i]);
 		else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)

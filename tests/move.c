@@ -9,10 +9,10 @@
  *           the barrier it interrupted and aborted after 10 s;
  *   fork    the moved thread forks while it is on one CPU: its child must
  *           have the thread's own set, not that one CPU.
- * Each case runs in a child of its own with a 30 s alarm; both need two
+ * Each case runs in a child of its own with a 45 s alarm; both need two
  * CPUs (one: skipped, saying so).  A thread spinning with the signal
  * blocked is moved only after 20 ms without a context switch: on a busy
- * host that may take a few barriers (up to 10 s of them).  About 2 s.
+ * host that may take a few barriers (up to 20 s of them).  About 2 s.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -133,10 +133,10 @@ static void sleep_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
-/* Heavy barriers until *done or 10 s. */
+/* Heavy barriers until *done or 20 s. */
 static void *barriers(void *done)
 {
-	int64_t end = now_ns() + 10000000000;
+	int64_t end = now_ns() + 20000000000;
 
 	while (!__atomic_load_n((int *)done, __ATOMIC_ACQUIRE) && now_ns() < end)
 		if (membarrier_heavy() != 0)
@@ -148,7 +148,7 @@ static int case_nested(void)
 {
 	struct sigaction sa;
 	pthread_t s, b;
-	int64_t end = now_ns() + 10000000000;
+	int64_t end = now_ns() + 20000000000;
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_usr1;
@@ -174,7 +174,7 @@ static int case_nested(void)
 	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 	pthread_join(s, NULL);
 	if (!moved) {
-		printf("# FAILED: no barrier moved the spinning thread in 10 s\n");
+		printf("# FAILED: no barrier moved the spinning thread in 20 s\n");
 		return 1;
 	}
 	printf("# the handler's heavy barrier returned: %s\n", handled ? "yes" : "no");
@@ -196,7 +196,7 @@ static int case_fork(void)
 	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 	pthread_join(s, NULL);
 	if (!forked) {
-		printf("# FAILED: no barrier moved the spinning thread in 10 s\n");
+		printf("# FAILED: no barrier moved the spinning thread in 20 s\n");
 		return 1;
 	}
 	printf("# the child of the thread moved to one CPU has the thread's own set: %s\n",
@@ -214,7 +214,7 @@ static void run(const char *name, int (*fn)(void), const char *what)
 	if (pid == 0) {
 		int ret;
 
-		alarm(30);
+		alarm(45);
 		ret = fn();
 		fflush(stdout);
 		_exit(ret);
