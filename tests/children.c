@@ -20,7 +20,7 @@
  *                must have run, and ended without counting: the tests' copy
  *                of the library counts them),
  *   posix_spawn  (the child runs this program again, --spawned).
- * 1000 children each (CHILDREN; under an emulator 100, and 20 spawned,
+ * 1000 children each (CHILDREN; under an emulator 30, and 10 spawned,
  * each of which starts the emulator again), each with a 10 s alarm of its
  * own: a child that hangs or dies is a failure, and the first failure of
  * a way ends that way.  In the mechanism chosen here, then with the signal
@@ -145,7 +145,7 @@ static void run(const char *mech, int children)
 		struct timespec t0, t1;
 		/* Under an emulator each spawn starts the emulator again. */
 		int want = strcmp(ways[w], "posix_spawn") == 0 && test_emulator() != NULL ?
-			   children / 5 : children;
+			   children / 3 : children;
 		int made = 0, status = 0, ok;
 		pid_t pid = 0;
 
@@ -201,7 +201,7 @@ int main(int argc, char **argv)
 {
 	int child = argc == 2 && strcmp(argv[1], "--child") == 0;
 	const char *n = getenv("CHILDREN");
-	int children = n != NULL ? atoi(n) : test_emulator() != NULL ? 100 : 1000;
+	int children = n != NULL ? atoi(n) : test_emulator() != NULL ? 30 : 1000;
 	struct membarrier_strategy st;
 
 	if (argc == 2 && strcmp(argv[1], "--spawned") == 0)
