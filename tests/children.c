@@ -114,8 +114,9 @@ static pid_t make(const char *way)
 		pid = clone(clone_fn, top, CLONE_VM | SIGCHLD, way[8] ? (void *)way : NULL);
 	} else if (strcmp(way, "posix_spawn") == 0) {
 		char *argv[] = { (char *)self_argv0, (char *)"--spawned", NULL };
-		char *emu_argv[] = { (char *)"sh", (char *)"-c", (char *)"exec $TEST_EMULATOR \"$@\"",
-				     (char *)"sh", self_exe, (char *)"--spawned", NULL };
+		char *emu_argv[] = { (char *)"sh", (char *)"-c",
+				     (char *)"exec $TEST_EMULATOR \"$@\"", (char *)"sh", self_exe,
+				     (char *)"--spawned", NULL };
 		/* Under an emulator, through it (testlib.h's test_reexec()). */
 		int err = test_emulator() == NULL ?
 			  posix_spawn(&pid, "/proc/self/exe", NULL, NULL, argv, environ) :

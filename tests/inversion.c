@@ -22,15 +22,16 @@
  * phases), or the scene proved nothing.  fifo catches the runner in user
  * space: one preempted inside the kernel's membarrier() holding its mutex
  * holds up a call of one's own just as long (the kernel's inversion, on a
- * preemptible kernel), which no library can shorten.  The figures are printed, and make bench reports them
- * (section 6).  With the signal mechanism only stopped runs: its own call
- * waits for a preempted or starved thread's handler too, so there is
- * nothing for sharing to add.  stopped and fifo need two CPUs, fifo also
- * the right to use SCHED_FIFO (root): without them they are skipped,
- * saying why.  Under an emulator the test is skipped: qemu-user has no
- * ptrace, and the scheduler measured is the host's, the same for every
- * architecture; the native builds run it.  The mechanism is the one chosen
- * here; --child re-runs with the signal mechanism.  About 15 s.
+ * preemptible kernel), which no library can shorten.  The figures are
+ * printed, and make bench reports them (section 6).  With the signal
+ * mechanism only stopped runs: its own call waits for a preempted or
+ * starved thread's handler too, so there is nothing for sharing to add.
+ * stopped and fifo need two CPUs, fifo also the right to use SCHED_FIFO
+ * (root): without them they are skipped, saying why.  Under an emulator
+ * the test is skipped: qemu-user has no ptrace, and the scheduler measured
+ * is the host's, the same for every architecture; the native builds run
+ * it.  The mechanism is the one chosen here; --child re-runs with the
+ * signal mechanism.  About 15 s.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -406,14 +407,16 @@ static void run(const char *mech)
 		verdict(mech, "idle", own, shared, control);
 	}
 	if (cpu_b < 0) {
-		printf("ok - %s, stopped # SKIP one CPU: the runner and the others need two\n", mech);
+		printf("ok - %s, stopped # SKIP one CPU: the runner and the others need two\n",
+		       mech);
 		printf("ok - %s, stopped control # SKIP one CPU\n", mech);
 	} else {
 		scene(mech, "stopped", 0);
 	}
 	if (scenes(mech) == 6) {
-		const char *why = cpu_b < 0 ? "one CPU: the runner and the others need two" :
-				  !can_fifo() ? "SCHED_FIFO refused (not root, no CAP_SYS_NICE)" : NULL;
+		const char *why =
+			cpu_b < 0 ? "one CPU: the runner and the others need two" :
+			!can_fifo() ? "SCHED_FIFO refused (not root, no CAP_SYS_NICE)" : NULL;
 
 		if (why == NULL) {
 			scene(mech, "fifo", 1);

@@ -242,7 +242,8 @@ int main(int argc, char **argv)
 			expect = argv[++i];
 		else {
 			fprintf(stderr, "usage: litmus [--control] [--churn] [--callers N "
-				"[--expect-shared] [--impatient]] [--rounds N] [--expect none|some]\n");
+				"[--expect-shared] [--impatient]] [--rounds N] "
+				"[--expect none|some]\n");
 			return 2;
 		}
 	}

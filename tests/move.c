@@ -276,7 +276,8 @@ int main(void)
 		tap_bail("the signal mechanism is not available here");
 	lmb_test_force_hold(300000000);
 	run("nested", case_nested,
-	    "a handler on a thread moving another runs after the move, and its heavy barrier returns");
+	    "a handler on a thread moving another runs after the move, and its heavy "
+	    "barrier returns");
 	run("fork", case_fork,
 	    "a child forked by a thread on one CPU for a move has the thread's own set");
 	return tap_failed != 0;

@@ -123,14 +123,15 @@ static int page_figures(double *call, double *lazy)
 
 		/* sscanf() stores x before it fails on the text after it. */
 		n = 0;
-		if (sscanf(line, "A call needs about %lf\\~KiB of stack,%n", &x, &n) == 1 && n > 0) {
+		if (sscanf(line, "A call needs about %lf\\~KiB of stack,%n", &x, &n) == 1 &&
+		    n > 0) {
 			*call = x;
 			found |= 1;
 		}
 		n = 0;
 		if (at != NULL &&
-		    sscanf(at, "up to about %lf\\~KiB more for the dynamic linker%n", &x, &n) == 1 &&
-		    n > 0) {
+		    sscanf(at, "up to about %lf\\~KiB more for the dynamic linker%n", &x,
+			   &n) == 1 && n > 0) {
 			*lazy = x;
 			found |= 2;
 		}
