@@ -22,8 +22,10 @@
  *       library's choice or LIBMEMBARRIER_HEAVY's.
  *
  * Prints "RESULT label=... threads=N heavy=H calls=C calls_per_heavy=C/H
- * median_us=... p99_us=..." where H counts the completed heavy barriers,
- * C the calls of the mechanism (a kernel command or a signal round), and
+ * median_us=... p99_us=... cut=K" where H counts the completed heavy
+ * barriers, C the calls of the mechanism (a kernel command or a signal
+ * round), K the waits cut short by a call of the waiter's own (its runner
+ * made no progress for as long as calls usually take: coalesce.c), and
  * the latencies are every caller's, pooled.
  */
 #define _GNU_SOURCE
@@ -84,6 +86,7 @@ int main(int argc, char **argv)
 	int n = argc > 1 ? atoi(argv[1]) : 0, on;
 	double secs = argc > 2 ? atof(argv[2]) : 0, *all, t0, t1;
 	unsigned long heavy = 0, kept = 0, calls;
+	unsigned int cut;
 	const char *label = argc > 4 ? argv[4] : "share";
 	struct membarrier_strategy st;
 	struct caller *c;
@@ -114,6 +117,7 @@ int main(int argc, char **argv)
 			return 2;
 	}
 	calls = lmb_test_calls();
+	cut = lmb_test_cut();
 	t0 = bench_now();
 	__atomic_store_n(&go, 1, __ATOMIC_RELEASE);
 	while ((t1 = bench_now()) - t0 < secs)
@@ -124,6 +128,7 @@ int main(int argc, char **argv)
 	for (long cpu = 0; cpu < ncpu; cpu++)
 		pthread_join(light[cpu], NULL);
 	calls = lmb_test_calls() - calls;
+	cut = lmb_test_cut() - cut;
 
 	for (int i = 0; i < n; i++) {
 		heavy += c[i].n;
@@ -139,9 +144,9 @@ int main(int argc, char **argv)
 	}
 	qsort(all, kept, sizeof(double), bench_cmp_double);
 	printf("RESULT label=%s mech=%s threads=%d shared=%s seconds=%.2f heavy=%lu calls=%lu "
-	       "calls_per_heavy=%.3f heavy_per_s=%.0f median_us=%.2f p99_us=%.2f\n",
+	       "calls_per_heavy=%.3f heavy_per_s=%.0f median_us=%.2f p99_us=%.2f cut=%u\n",
 	       label, membarrier_mechanism_name(st.heavy), n, on ? "yes" : "no", t1 - t0, heavy,
 	       calls, heavy ? (double)calls / (double)heavy : 0.0, (double)heavy / (t1 - t0),
-	       kept ? all[kept / 2] * 1e6 : 0.0, kept ? all[kept * 99 / 100] * 1e6 : 0.0);
+	       kept ? all[kept / 2] * 1e6 : 0.0, kept ? all[kept * 99 / 100] * 1e6 : 0.0, cut);
 	return 0;
 }
