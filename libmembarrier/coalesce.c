@@ -141,8 +141,8 @@ static void lmb_co_learn(int64_t ns)
 		typ = t < LMB_CO_FIRST_NS ? t : LMB_CO_FIRST_NS;
 	else if (t < typ)
 		typ -= (typ - t) / 4;
-	else
-		typ += (t - typ < typ ? t - typ : typ) / 4;
+	else	/* rounded up: a typ of 1 to 3 must be able to grow */
+		typ += ((t - typ < typ ? t - typ : typ) + 3) / 4;
 	if (typ > LMB_CO_MAX_NS)
 		typ = LMB_CO_MAX_NS;
 	__atomic_store_n(&lmb_co.typ, typ ? typ : 1, __ATOMIC_RELAXED);
@@ -287,10 +287,12 @@ int lmb_coalesce(int mechanism)
 	need = (word & LMB_CO_RUNNING) ? 2 * LMB_CO_ONE : LMB_CO_ONE;
 	while (LMB_CO_COUNT(word) - start < need) {
 		if (!(word & LMB_CO_RUNNING)) {
+			/* The call it starts now began after it arrived: it is
+			 * served by it, counted or not (lmb_co_run()). */
 			if (__atomic_compare_exchange_n(&lmb_co.word, &word, word | LMB_CO_RUNNING,
 							0, __ATOMIC_SEQ_CST, __ATOMIC_ACQUIRE)) {
 				lmb_co_run(mechanism, word | LMB_CO_RUNNING, self);
-				word = __atomic_load_n(&lmb_co.word, __ATOMIC_ACQUIRE);
+				return 0;
 			}
 			continue;
 		}

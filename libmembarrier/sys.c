@@ -95,7 +95,7 @@ void lmb_futex_wait(uint32_t *addr, uint32_t val, int64_t ns)
 /* CLOCK_MONOTONIC in nanoseconds: 64 bits on 32-bit architectures too. */
 int64_t lmb_now_ns(void)
 {
-	struct timespec ts;
+	struct timespec ts = { 0, 0 };	/* a refused clock reads 0, not garbage */
 
 	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
