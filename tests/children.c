@@ -21,9 +21,10 @@
  *                of the library counts them),
  *   posix_spawn  (the child runs this program again, --spawned).
  * 1000 children each (CHILDREN; under an emulator 30, and 10 spawned,
- * each of which starts the emulator again), each with a 10 s alarm of its
- * own: a child that hangs or dies is a failure, and the first failure of
- * a way ends that way.  In the mechanism chosen here, then with the signal
+ * each of which starts the emulator again; under AddressSanitizer 100
+ * spawned, each of which maps its shadow memory), each with a 10 s alarm
+ * of its own: a child that hangs or dies is a failure, and the first
+ * failure of a way ends that way.  In the mechanism chosen here, then with the signal
  * mechanism (--child).  About 30 s on a 2-CPU machine, most of it fork()
  * and exec beside two busy threads (1.5 hung at the first _Fork child).
  */
@@ -51,6 +52,11 @@ extern char **environ;
 static int stop;
 static unsigned long shared_calls;
 static const char *self_argv0;
+#if defined(__SANITIZE_ADDRESS__)
+static const int spawn_divisor = 10;
+#else
+static const int spawn_divisor = 1;
+#endif
 static char self_exe[4096];
 
 static void *sharer(void *arg)
@@ -144,9 +150,10 @@ static void run(const char *mech, int children)
 		unsigned long before = __atomic_load_n(&shared_calls, __ATOMIC_RELAXED);
 		unsigned int uncounted0 = lmb_test_uncounted();
 		struct timespec t0, t1;
-		/* Under an emulator each spawn starts the emulator again. */
-		int want = strcmp(ways[w], "posix_spawn") == 0 && test_emulator() != NULL ?
-			   children / 3 : children;
+		/* Each spawn starts the program again: under an emulator, the
+		 * emulator too; under AddressSanitizer, its 100 ms start-up. */
+		int want = strcmp(ways[w], "posix_spawn") != 0 ? children :
+			   test_emulator() != NULL ? children / 3 : children / spawn_divisor;
 		int made = 0, status = 0, ok;
 		pid_t pid = 0;
 

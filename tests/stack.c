@@ -18,8 +18,8 @@
  * (the page's "about X KiB").  X must hold and be tight (X - 0.5 KiB <
  * measured <= X), X + Y must hold: a page that is wrong either way fails.
  * The page's figures are for x86_64 as built by configure's defaults
- * (-O2); elsewhere (another architecture, a sanitizer, other CFLAGS:
- * STACK_CHECK=no) the figures are printed and checked as bounds only.
+ * (-O2); elsewhere (another architecture, other CFLAGS, STACK_CHECK=no:
+ * twice the page's figures; a sanitizer: four times) they are bounds only.
  * Well under a second.
  */
 #define _GNU_SOURCE
@@ -140,8 +140,13 @@ static int page_figures(double *call, double *lazy)
 	return found == 3;
 }
 
-/* used bytes against the page's figure: at most, and (strict) near it. */
-static void check(const char *what, size_t used, double page, int strict)
+/*
+ * used bytes against the page's figure: at most, and (strict) near it.
+ * Elsewhere the page's figure times slack (2: another architecture's
+ * frames; 4: a sanitizer's), a bound that still catches a frame grown by
+ * kilobytes.
+ */
+static void check(const char *what, size_t used, double page, int strict, double slack)
 {
 	double kib = used / 1024.0;
 
@@ -150,8 +155,9 @@ static void check(const char *what, size_t used, double page, int strict)
 		       "%s: %zu bytes (%.2f KiB), membarrier(3) says about %.1f KiB "
 		       "(must be in (page - 0.5, page])", what, used, kib, page);
 	else
-		tap_ok(kib <= page, "%s: %zu bytes (%.2f KiB), at most membarrier(3)'s %.1f KiB",
-		       what, used, kib, page);
+		tap_ok(kib <= page * slack,
+		       "%s: %zu bytes (%.2f KiB), at most %g x membarrier(3)'s %.1f KiB", what,
+		       used, kib, slack, page);
 }
 
 int main(int argc, char **argv)
@@ -160,14 +166,19 @@ int main(int argc, char **argv)
 	size_t base, setup, call = 0;
 	const char *check_env = getenv("STACK_CHECK");
 	int now = argc == 2 && strcmp(argv[1], "--bind-now") == 0, strict = 1;
+	double slack = 2;
 	pthread_t t[2];
 	struct membarrier_strategy st;
 
 	if (!now)
 		tap_plan(4);
-#if !defined(__x86_64__) || defined(__ILP32__) || defined(__SANITIZE_ADDRESS__) || \
-	defined(__SANITIZE_THREAD__) || defined(__OPTIMIZE_SIZE__) || !defined(__OPTIMIZE__)
+#if !defined(__x86_64__) || defined(__ILP32__) || defined(__OPTIMIZE_SIZE__) || \
+	!defined(__OPTIMIZE__)
 	strict = 0;
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+	strict = 0;
+	slack = 4;
 #endif
 	if (check_env != NULL && strcmp(check_env, "no") == 0)
 		strict = 0;
@@ -196,18 +207,20 @@ int main(int argc, char **argv)
 	tap_diag("the frame that calls: %zu bytes; %s", base,
 		 now ? "LD_BIND_NOW=1" : "binding lazily");
 	if (!strict)
-		tap_diag("not x86_64 at -O2 (or a sanitizer, or STACK_CHECK=no): the page's "
-			 "figures as bounds only");
+		tap_diag("not x86_64 at -O2 (or a sanitizer, or STACK_CHECK=no): %g x the page's "
+			 "figures as bounds", slack);
 	if (now) {
 		check("a call that sets the signal mechanism up, LD_BIND_NOW=1", setup,
-		      page_call, strict);
-		check("a later call (the deepest of 200), LD_BIND_NOW=1", call, page_call, strict);
+		      page_call, strict, slack);
+		check("a later call (the deepest of 200), LD_BIND_NOW=1", call, page_call, strict,
+		      slack);
 		return tap_failed != 0;
 	}
 	/* Binding lazily: the page's sum is a bound. */
 	check("a call that sets the signal mechanism up, binding lazily", setup,
-	      page_call + page_lazy, 0);
-	check("a later call (the deepest of 200), binding lazily", call, page_call + page_lazy, 0);
+	      page_call + page_lazy, 0, strict ? 1 : slack);
+	check("a later call (the deepest of 200), binding lazily", call, page_call + page_lazy, 0,
+	      strict ? 1 : slack);
 	/* The library's own figure: every function bound at start-up. */
 	setenv("LD_BIND_NOW", "1", 1);
 	fflush(stdout);
