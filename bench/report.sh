@@ -262,7 +262,7 @@ sg_med8=$(ratio "$(sh_ signal 8 on median_us)" "$(sh_ signal 1 on median_us)" 2)
 # inv MECH SCENE own|shared|control: the worst call of tests/inversion's phase.
 inv() { get inversion.txt "inversion-$1-$2-$3" worst_ms; }
 inv_worst=$(for sc in private-expedited:idle private-expedited:stopped private-expedited:fifo \
-	signal:stopped; do
+	private-expedited:sigstop signal:stopped; do
 	ratio "$(inv "${sc%%:*}" "${sc#*:}" shared)" "$(inv "${sc%%:*}" "${sc#*:}" own)" 2
 done | awk '$1 != "-" { if (n++ == 0 || $1 > m) m = $1 } END { if (n) print m }')
 verdict() { # VALUE OP LIMIT
@@ -703,7 +703,9 @@ A shared call's runner that cannot run (\`tests/inversion\`, phases of
 thread and the timed thread, all on one CPU (idle); a runner stopped by
 ptrace for 2 s while it holds the call, two threads on the other CPU
 timing theirs (stopped); a runner caught the same way, then let go while
-a SCHED_FIFO thread spins on its CPU (fifo).  The timed threads' worst
+a SCHED_FIFO thread spins on its CPU (fifo); a runner that is a process
+sharing the memory (clone(CLONE_VM)), stopped with SIGSTOP for 2 s
+(sigstop).  The timed threads' worst
 call with calls of their own, shared, and shared with waits that end only
 when the runner ends its call (1.5's).  With the signal mechanism, idle
 and fifo are not run: a call of one's own waits for the starved thread's
@@ -711,7 +713,8 @@ handler as well.
 
 | mechanism | scene | own calls, worst ms | shared, worst ms | shared / own | 1.5 (unbounded waits), worst ms |
 |---|---|---|---|---|---|
-$(for sc in private-expedited:idle private-expedited:stopped private-expedited:fifo signal:stopped; do
+$(for sc in private-expedited:idle private-expedited:stopped private-expedited:fifo \
+	private-expedited:sigstop signal:stopped; do
 	mech=${sc%%:*} scene=${sc#*:}
 	printf '| %s | %s | %s | %s | %s x | %s |\n' "$mech" "$scene" \
 		"$(fmt "$(inv "$mech" "$scene" own)")" "$(fmt "$(inv "$mech" "$scene" shared)")" \

@@ -12,7 +12,10 @@
  *   fifo     the runner, caught the same way, is let go while a SCHED_FIFO
  *            thread spins on its CPU: runnable, but starved (with real-time
  *            throttling off it would be for good); a thread on the other
- *            CPU times its calls.
+ *            CPU times its calls;
+ *   sigstop  the runner is a process sharing our memory (clone(CLONE_VM)),
+ *            stopped with SIGSTOP for 2 s while it holds the call; two
+ *            threads time theirs.
  * Each scene runs three ways in one process: each call its own (sharing
  * off), shared, and the control: shared, with waits that end only when the
  * runner ends its call, as in 1.5.  The timed threads' worst call when
@@ -25,13 +28,14 @@
  * preemptible kernel), which no library can shorten.  The figures are
  * printed, and make bench reports them (section 6).  With the signal
  * mechanism only stopped runs: its own call waits for a preempted or
- * starved thread's handler too, so there is nothing for sharing to add.
+ * starved thread's handler too, so there is nothing for sharing to add,
+ * and a process sharing our memory runs none of its calls for us.
  * stopped and fifo need two CPUs, fifo also the right to use SCHED_FIFO
  * (root): without them they are skipped, saying why.  Under an emulator
  * the test is skipped: qemu-user has no ptrace, and the scheduler measured
  * is the host's, the same for every architecture; the native builds run
  * it.  The mechanism is the one chosen here; --child re-runs with the
- * signal mechanism.  About 15 s.
+ * signal mechanism.  About 25 s.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -357,20 +361,92 @@ static int can_fifo(void)
 	       sched_setscheduler(0, SCHED_OTHER, &other) == 0;
 }
 
+/*
+ * sigstop: the runner is a process that shares our memory (clone with
+ * CLONE_VM, as a runtime's helper process might be), which a kernel
+ * mechanism lets run shared calls for us, stopped with SIGSTOP for 2 s at
+ * a moment when it holds the call (it has our main thread's pthread_self:
+ * the main thread makes no call meanwhile); two threads time their calls
+ * for 1 s.
+ */
+static char vm_stack[65536] __attribute__((aligned(16)));
+static int vm_running;
+
+static int vm_looper(void *arg)
+{
+	(void)arg;
+	__atomic_store_n(&vm_running, 1, __ATOMIC_RELEASE);
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED))
+		heavy();
+	return 0;
+}
+
+static int64_t scene_sigstop(enum mode m, int *held)
+{
+	struct actor a[2] = { { .cpu = -1, .fn = timer }, { .cpu = -1, .fn = timer } };
+	int64_t worst = 0, sum = 0, calls = 0;
+	int status, tries;
+	pid_t pid;
+
+	set_mode(m);
+	__atomic_store_n(&stop, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&vm_running, 0, __ATOMIC_RELAXED);
+	/* The stack grows down on every Debian architecture. */
+	pid = clone(vm_looper, vm_stack + sizeof(vm_stack), CLONE_VM | SIGCHLD, NULL);
+	if (pid < 0)
+		tap_bail("clone(CLONE_VM): %s", strerror(errno));
+	while (!__atomic_load_n(&vm_running, __ATOMIC_ACQUIRE))
+		sleep_ms(1);
+	for (tries = 0; tries < 10000; tries++) {
+		if (kill(pid, SIGSTOP) != 0 || waitpid(pid, &status, WUNTRACED) != pid)
+			tap_bail("SIGSTOP");
+		if (m == OFF || lmb_test_owner() == (unsigned long)pthread_self())
+			break;
+		kill(pid, SIGCONT);
+		usleep(200);
+	}
+	*held = tries < 10000;
+	if (*held) {
+		a[0].until = a[1].until = now_ns() + PHASE_NS;
+		start(a, 2);
+		sleep_ms(2000);
+	}
+	kill(pid, SIGCONT);
+	if (*held)
+		join(a, 2);
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		tap_bail("the looping process did not end");
+	for (int i = 0; i < 2; i++) {
+		if (a[i].worst > worst)
+			worst = a[i].worst;
+		sum += a[i].sum;
+		calls += a[i].calls;
+	}
+	result("sigstop", m, worst, sum, calls);
+	return worst;
+}
+
+/* fifo: 0 stopped, 1 fifo, 2 sigstop. */
+static int64_t phase(enum mode m, int fifo, int *held)
+{
+	return fifo == 2 ? scene_sigstop(m, held) : scene_caught(m, fifo, held);
+}
+
 static void scene(const char *mech, const char *name, int fifo)
 {
 	int64_t own, shared, control;
 	int held = 0;
 
 	for (int attempt = 1;; attempt++) {
-		own = scene_caught(OFF, fifo, &held);
-		shared = scene_caught(SHARED, fifo, &held);
+		own = phase(OFF, fifo, &held);
+		shared = phase(SHARED, fifo, &held);
 		if (shared <= 2 * own || attempt == ATTEMPTS)
 			break;
 	}
 	CHECK(held, "%s: the runner was never caught holding a shared call\n", name);
 	for (int attempt = 1;; attempt++) {
-		control = scene_caught(CONTROL, fifo, &held);
+		control = phase(CONTROL, fifo, &held);
 		if (control > 2 * own || attempt == ATTEMPTS)
 			break;
 	}
@@ -381,16 +457,18 @@ static void scene(const char *mech, const char *name, int fifo)
 /*
  * With the signal mechanism only stopped runs: its own call waits for a
  * preempted or starved thread's handler too (every running thread runs
- * it), so idle and fifo have nothing for sharing to add.
+ * it), so idle and fifo have nothing for sharing to add; and a process
+ * sharing our memory runs no shared call of the signal mechanism for us
+ * (coalesce.c), so sigstop has no runner to stop.
  */
 static int scenes(const char *mech)
 {
-	return strcmp(mech, "signal") == 0 ? 2 : 6;
+	return strcmp(mech, "signal") == 0 ? 2 : 8;
 }
 
 static void run(const char *mech)
 {
-	if (scenes(mech) == 6) {
+	if (scenes(mech) == 8) {
 		int64_t own, shared, control;
 
 		for (int attempt = 1;; attempt++) {
@@ -413,7 +491,7 @@ static void run(const char *mech)
 	} else {
 		scene(mech, "stopped", 0);
 	}
-	if (scenes(mech) == 6) {
+	if (scenes(mech) == 8) {
 		const char *why =
 			cpu_b < 0 ? "one CPU: the runner and the others need two" :
 			!can_fifo() ? "SCHED_FIFO refused (not root, no CAP_SYS_NICE)" : NULL;
@@ -424,6 +502,7 @@ static void run(const char *mech)
 			printf("ok - %s, fifo # SKIP %s\n", mech, why);
 			printf("ok - %s, fifo control # SKIP %s\n", mech, why);
 		}
+		scene(mech, "sigstop", 2);
 	}
 	tap_diag("%s: %u waits cut short by a call of the waiter's own", mech, lmb_test_cut());
 }
