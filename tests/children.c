@@ -20,7 +20,7 @@
  *                must have run, and ended without counting: the tests' copy
  *                of the library counts them),
  *   posix_spawn  (the child runs this program again, --spawned).
- * 1000 children each (CHILDREN; under an emulator 30, and 10 spawned,
+ * 1000 children each (CHILDREN; under an emulator 10, and 5 spawned,
  * each of which starts the emulator again; under AddressSanitizer 100
  * spawned, each of which maps its shadow memory), each with a 10 s alarm
  * of its own: a child that hangs or dies is a failure, and the first
@@ -153,7 +153,7 @@ static void run(const char *mech, int children)
 		/* Each spawn starts the program again: under an emulator, the
 		 * emulator too; under AddressSanitizer, its 100 ms start-up. */
 		int want = strcmp(ways[w], "posix_spawn") != 0 ? children :
-			   test_emulator() != NULL ? children / 3 : children / spawn_divisor;
+			   test_emulator() != NULL ? children / 2 : children / spawn_divisor;
 		int made = 0, status = 0, ok;
 		pid_t pid = 0;
 
@@ -209,7 +209,7 @@ int main(int argc, char **argv)
 {
 	int child = argc == 2 && strcmp(argv[1], "--child") == 0;
 	const char *n = getenv("CHILDREN");
-	int children = n != NULL ? atoi(n) : test_emulator() != NULL ? 30 : 1000;
+	int children = n != NULL ? atoi(n) : test_emulator() != NULL ? 10 : 1000;
 	struct membarrier_strategy st;
 
 	if (argc == 2 && strcmp(argv[1], "--spawned") == 0)

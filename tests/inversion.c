@@ -34,7 +34,8 @@
  * (root): without them they are skipped, saying why.  Under an emulator
  * the test is skipped: qemu-user has no ptrace, and the scheduler measured
  * is the host's, the same for every architecture; the native builds run
- * it.  The mechanism is the one chosen here; --child re-runs with the
+ * it.  Under a sanitizer too: it is timing, and its paths run there in
+ * tests/litmus.sh (--impatient) and tests/children.  The mechanism is the one chosen here; --child re-runs with the
  * signal mechanism.  About 25 s.
  */
 #define _GNU_SOURCE
@@ -518,6 +519,13 @@ int main(int argc, char **argv)
 		       "measured is the host's (the native builds run it)\n");
 		return 0;
 	}
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+	/* 25 s of timing, whose paths (waits cut short, own calls) the
+	 * sanitizer build runs in tests/litmus.sh --impatient and tests/children. */
+	printf("1..0 # SKIP under a sanitizer: a timing test (the default build runs it; its "
+	       "paths run here in tests/litmus.sh and tests/children)\n");
+	return 0;
+#endif
 	alarm(120);	/* a waiter that waits for good: a failure */
 	if (membarrier_get_strategy(&st, sizeof(st)) != 0)
 		tap_bail("membarrier_get_strategy");
