@@ -87,8 +87,8 @@ check "seccomp-forced EPERM, signal fallback, shared with $callers heavy callers
 # Waiters whose runner is slow make calls of their own (coalesce.c): the
 # same runs with every wait cut short at once (tests/litmus.c --impatient);
 # at full strength some waits must have been cut (865 natively in 2 * 10^5
-# rounds here; distcheck's 4000 rounds had none).
-impatient_rounds=$((rounds / 5))
+# rounds here, so 10^5 rounds are run; distcheck's 4000 rounds had none).
+impatient_rounds=$((rounds / 10))
 check "native mechanism, $callers heavy callers, every wait cut short: none in $impatient_rounds rounds" \
 	env -u LIBMEMBARRIER_HEAVY $emu "$litmus" --callers $callers --impatient $cut \
 	--rounds "$impatient_rounds" --expect none
