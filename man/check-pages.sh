@@ -8,7 +8,13 @@
 # .so stubs are checked as man(1) will read them: from the top of the
 # manual tree, so that ".so man3/membarrier.3" resolves.  mandoc's only
 # complaint about them, that .so is fragile, is expected: they are the
-# upstream form, and dh_installman turns them into symlinks.
+# upstream form, and dh_installman turns them into symlinks.  man(1)
+# reads an installed symlink's preprocessors from its target's first line
+# ('\" t: tbl), as it does for the target; groff runs soelim first (-s),
+# as man does, so that tbl sees the tables the stub pulls in.  (groff
+# 1.23, Debian 13's, warns "tbl preprocessor failed, or it or soelim was
+# not run" when a checker reads a stub without them; a reader of the
+# installed page does not meet that: debian/tests/manual-pages.)
 set -u
 mandir=${top_srcdir:-.}/man
 cd "$mandir" || { echo "Bail out! no $mandir"; exit 1; }
@@ -39,12 +45,17 @@ for page in "$@"; do
 	report mandoc "$page" "$out"
 
 	out=$(need groff)
-	[ -n "$out" ] || out=$(groff -t -man -ww -z "$page" 2>&1)
+	[ -n "$out" ] || out=$(groff -s -t -man -ww -z "$page" 2>&1)
 	report groff "$page" "$out"
 
+	# A stub: its target's preprocessors, as man reads them through the
+	# installed symlink.
+	target=$(sed -n '1s/^\.so[[:space:]]\{1,\}//p' "$page")
+	pp=
+	[ -z "$target" ] || pp=$(sed -n "1s/^'\\\\\" //p" "$target")
 	out=$(need man)
 	[ -n "$out" ] || out=$(LC_ALL=C.UTF-8 MANROFFSEQ='' MANWIDTH=80 \
-		man --warnings -E UTF-8 -l -Tutf8 -Z "$page" 2>&1 >/dev/null)
+		man ${pp:+-p "$pp"} --warnings -E UTF-8 -l -Tutf8 -Z "$page" 2>&1 >/dev/null)
 	report man "$page" "$out"
 
 	# whatis needs "name, name \- description", and every page's own
