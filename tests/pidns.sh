@@ -13,7 +13,8 @@
 # LIBMEMBARRIER_HEAVY=signal asks for signals; light stays a fence, and
 # the litmus test passes.  The control, with the namespace's own /proc
 # (--mount-proc), gets the signal mechanism.  Needs root (unshare); skips
-# without it or where unshare(CLONE_NEWPID) is refused.
+# without it or where unshare(CLONE_NEWPID) is refused, and skips the
+# control alone where --mount-proc is refused (a chroot).
 set -u
 litmus=${top_builddir:-.}/tests/litmus
 n=0 failed=0
@@ -65,6 +66,16 @@ printf '%s\n' "$out" | grep -q '^exit 0$'
 ok $? "litmus, LIBMEMBARRIER_HEAVY=signal: none in 100000 rounds"
 
 # The control: the namespace's own /proc lists our tids; signals work.
+# --mount-proc needs a mount namespace whose / unshare can make private:
+# in a chroot (a package build's, sbuild's schroot backend) / is no mount
+# point and unshare says "cannot change root filesystem propagation:
+# Invalid argument".  That environment cannot give the control: said and
+# skipped, not failed.  tests/run-all.sh runs it on the host.
+if ! err=$(unshare --pid --fork --mount-proc true 2>&1); then
+	n=$((n + 1))
+	echo "ok $n - control, own /proc (--mount-proc) # SKIP unshare refused it here: $(printf '%s\n' "$err" | head -n 1)"
+	exit $failed
+fi
 out=$(unshare --pid --fork --mount-proc sh -c 'env LIBMEMBARRIER_HEAVY=signal $TEST_EMULATOR "$1"; echo "exit $?"' \
 	sh "$info" 2>&1)
 printf '%s\n' "$out" | sed 's/^/# /'
