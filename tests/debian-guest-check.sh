@@ -1,13 +1,13 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# The checks inside the Debian 12 guest of tests/debian-guest.sh, run as
+# The checks inside the Debian guest of tests/debian-guest.sh, run as
 # root by membarrier-check.service once multi-user.target is reached; then
 # the guest powers off.  TAP goes to the serial console and, as the
 # verdict the host reads back from the disk image, to
 # /var/log/membarrier-check-MODE.tap (MODE: "off" when the kernel command
 # line has membarrier_expedited=off, else "on").
 #
-# /root/membarrier-check/ holds: expect (release=..., packages=...), the
+# /root/membarrier-check/ holds: expect (suite=..., release=..., packages=...), the
 # source package for autopkgtest (*.dsc) and litmus.c.
 set -u
 dir=/root/membarrier-check
@@ -50,6 +50,17 @@ booted() {
 	return 1
 }
 check "systemd reached multi-user.target, no unit failed" booted
+
+# The system is the suite whose packages the host built and installed.
+suite_is() {
+	. /etc/os-release
+	echo "$PRETTY_NAME ($VERSION_CODENAME)"
+	case $suite in
+	unstable) [ "$VERSION_CODENAME" = sid ] ;;
+	*) [ "$VERSION_CODENAME" = "$suite" ] ;;
+	esac
+}
+check "/etc/os-release: Debian $suite" suite_is
 
 release_is() {
 	uname -r

@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # The patched kernel as a Debian user runs it: a linux-image package built
 # with the project's own kernel/membarrier-build-kernel (shipped in
-# linux-patch-membarrier), installed with dpkg into a Debian 12 root file
-# system beside the library packages, booted with systemd from that
-# system's /boot on a virtio disk under QEMU, and checked from inside
+# linux-patch-membarrier), installed with dpkg into a Debian root file
+# system (Debian 12, or DEBIAN_SUITE's) beside the library packages,
+# booted with systemd from that system's /boot on a virtio disk under QEMU, and checked from inside
 # (tests/debian-guest-check.sh, run by a systemd unit once
 # multi-user.target is reached): the kernel release, the packages,
 # membarrier-info, the sysctls and their permissions, the package's
@@ -21,14 +21,17 @@
 # Cached under ${LIBMEMBARRIER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/libmembarrier}:
 # the kernel packages (kernel/build.sh patched's debs/, keyed by the
 # source tarball, the tool, the series and the configuration fragments)
-# and the root file system before our packages (guest-bookworm-ARCH-KEY.tar.gz).
+# and the root file system before our packages (guest-SUITE-ARCH-KEY.tar.gz).
 #
 # With --prepare, it only makes the cached root file system.
 #
 # Environment: LIBMEMBARRIER_DEBS, a directory with the library's .deb,
 # .dsc and tarballs (tests/debian-install.sh's LIBMEMBARRIER_DEBS_OUT;
-# built here if unset); LINUX_SOURCE_TARBALL (default
-# /usr/src/linux-source-6.1.tar.xz); DEBIAN_GUEST_TIMEOUT (seconds per
+# built here if unset: for DEBIAN_SUITE other than bookworm, set it to
+# tests/debian-build.sh's LIBMEMBARRIER_DEBS_OUT, packages built in that
+# suite); LINUX_SOURCE_TARBALL (default /usr/src/linux-source-6.1.tar.xz;
+# Debian 13's kernel: /usr/src/linux-source-6.12.tar.xz); DEBIAN_SUITE
+# (bookworm, the default, or trixie); DEBIAN_GUEST_TIMEOUT (seconds per
 # boot, default 900).
 set -uo pipefail
 
@@ -55,7 +58,10 @@ need_tools debootstrap dpkg-buildpackage dpkg-deb chroot mount umount mountpoint
 [ "$arch" = amd64 ] || skip_all "the guest is x86_64 ($arch here)"
 [ -d "$top/debian" ] || skip_all "no debian/ directory (a release tarball has none)"
 tarball=${LINUX_SOURCE_TARBALL:-/usr/src/linux-source-6.1.tar.xz}
-[ -f "$tarball" ] || skip_all "$tarball not found (apt-get install linux-source-6.1)"
+# The kernel's version, as the tarball's name gives it (6.1, 6.12).
+kversion=$(basename "$tarball" .tar.xz)
+kversion=${kversion#linux-source-}
+[ -f "$tarball" ] || skip_all "$tarball not found (apt-get install linux-source-$kversion)"
 boot_timeout=${DEBIAN_GUEST_TIMEOUT:-900}
 tool=$top/kernel/membarrier-build-kernel
 
@@ -101,8 +107,8 @@ image_deb=$(ls "$kdebs"/linux-image-*.deb 2>/dev/null | grep -v -- '-dbg_') ||
 kpkg=$(dpkg-deb -f "$image_deb" Package)
 release=${kpkg#linux-image-}
 case $release in
-6.1.*-membarrier) ok 0 "the kernel package is $kpkg" ;;
-*) ok 1 "the kernel package is linux-image-6.1.*-membarrier, not $kpkg" ;;
+"$kversion".*-membarrier) ok 0 "the kernel package is $kpkg" ;;
+*) ok 1 "the kernel package is linux-image-$kversion.*-membarrier, not $kpkg" ;;
 esac
 # Not ours to lint, but said: what lintian thinks of a bindeb-pkg package.
 lintian "$image_deb" 2>/dev/null | sed 's/^/# lintian: /' | head -n 20
@@ -111,6 +117,8 @@ lintian "$image_deb" 2>/dev/null | sed 's/^/# lintian: /' | head -n 20
 if [ -n "${LIBMEMBARRIER_DEBS:-}" ]; then
 	pkgdir=$LIBMEMBARRIER_DEBS
 else
+	[ "$suite" = bookworm ] ||
+		bail "DEBIAN_SUITE=$suite: give LIBMEMBARRIER_DEBS, packages built in $suite (tests/debian-build.sh)"
 	pkgdir=$work/packages
 	build_packages "$pkgdir"
 fi
@@ -149,7 +157,7 @@ mkdir -p "$check" &&
 	cp "$top/tests/debian-guest-check.sh" "$top/tests/litmus.c" "$dsc" "$check/" &&
 	cp $(sed -n '/^Files:/,/^[^ ]/s/^ [0-9a-f]* [0-9]* //p' "$dsc" | sed "s|^|$pkgdir/|") \
 		"$check/" &&
-	printf 'release=%s\npackages="%s %s"\n' "$release" "$our_packages" \
+	printf 'suite=%s\nrelease=%s\npackages="%s %s"\n' "$suite" "$release" "$our_packages" \
 		"$(for d in $kernel_debs; do dpkg-deb -f "$d" Package; done | tr '\n' ' ')" \
 		>"$check/expect" &&
 	echo "/dev/vda / ext4 rw,errors=remount-ro 0 1" >"$root/etc/fstab" &&

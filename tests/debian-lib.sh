@@ -1,14 +1,20 @@
 # shellcheck shell=bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # Sourced by tests/debian-install.sh and tests/debian-guest.sh (bash): TAP
-# helpers, a work directory that is unmounted and removed on exit, bookworm
-# root file systems made with debootstrap and cached as tarballs, and the
-# project's Debian packages built the way a release is made.
+# helpers, a work directory that is unmounted and removed on exit, root
+# file systems of a Debian suite made with debootstrap and cached as
+# tarballs, and the project's Debian packages built the way a release is
+# made.
 #
-# Before sourcing: top (the source tree).  After: work (the work
+# Before sourcing: top (the source tree); DEBIAN_SUITE, the suite
+# (bookworm, the default; trixie; unstable).  After: work (the work
 # directory), cache (made), arch, suite, sources, mirror.
 
-suite=bookworm
+suite=${DEBIAN_SUITE:-bookworm}
+case $suite in
+bookworm|trixie|unstable) ;;
+*) echo "Bail out! DEBIAN_SUITE=$suite: bookworm, trixie or unstable"; exit 1 ;;
+esac
 tap_n=0 tap_fail=0
 ok() {	# ok STATUS DESCRIPTION [FILE-TO-SHOW-ON-FAILURE]
 	tap_n=$((tap_n + 1))
@@ -73,28 +79,39 @@ in_chroot() {
 	return $rc
 }
 
-# The host's Debian mirrors for the suite and its -updates and -security.
+# The host's Debian mirrors for the suite and its -updates and -security
+# (unstable has neither); deb.debian.org for a suite the host does not use.
 sources=$(apt-get indextargets --format '$(REPO_URI) $(RELEASE) $(COMPONENT)' \
 	'Created-By: Packages' 2>/dev/null |
 	awk -v s="$suite" '($2 == s || $2 == s "-updates" || $2 == s "-security") && $3 == "main" {
 		sub("/$", "", $1); print $1, $2 }' | sort -u)
-if ! printf '%s\n' "$sources" | grep -q " $suite\$"; then
+if [ "$suite" = unstable ]; then
+	sources="http://deb.debian.org/debian $suite"
+elif ! printf '%s\n' "$sources" | grep -q " $suite\$"; then
 	sources="http://deb.debian.org/debian $suite
 http://deb.debian.org/debian $suite-updates
 http://deb.debian.org/debian-security $suite-security"
 fi
 mirror=$(printf '%s\n' "$sources" | awk -v s="$suite" '$2 == s { print $1; exit }')
 
-# root_image NAME SCHEMA PACKAGE...: a bookworm root file system made with
-# debootstrap --variant=minbase, upgraded from -updates and -security, plus
-# the packages, kept as $cache/NAME-bookworm-ARCH-KEY.tar.gz, KEY a hash of
-# SCHEMA (bump it when the way the root is made changes), the mirrors and
-# the package list; made when missing, under a lock (fd 8, held until
-# unpack_root releases it).  Sets image.
+# root_image NAME SCHEMA PACKAGE...: a root file system of the suite
+# made with debootstrap --variant=$debootstrap_variant (minbase unless
+# set; buildd has build-essential), upgraded from -updates and -security,
+# plus the packages, kept as $cache/NAME-SUITE-ARCH-KEY.tar.gz, KEY a hash
+# of SCHEMA (bump it when the way the root is made changes), the variant,
+# the mirrors, the package list and, for unstable, the month; made when
+# missing, under a lock (fd 8, held until unpack_root releases it).  Sets
+# image.
+debootstrap_variant=${debootstrap_variant:-minbase}
 root_image() {
-	local name=$1 schema=$2 key new
+	local name=$1 schema=$2 key new v=
 	shift 2
-	key=$(printf '%s\n' "schema=$schema" "suite=$suite" "arch=$arch" \
+	# The key of a minbase root is what it was before variants existed.
+	[ "$debootstrap_variant" = minbase ] || v="variant=$debootstrap_variant"
+	# Unstable moves every day: its root is made again each month, so that
+	# a build there meets what a buildd has, not a cache's old toolchain.
+	[ "$suite" != unstable ] || v="$v month=$(date -u +%Y-%m)"
+	key=$(printf '%s\n' "schema=$schema" "suite=$suite" "arch=$arch" $v \
 		"packages=$*" "$sources" | sha256sum | cut -c1-16)
 	image=$cache/$name-$suite-$arch-$key.tar.gz
 	exec 8>"$image.lock"
@@ -102,10 +119,17 @@ root_image() {
 	[ ! -f "$image" ] || return 0
 	echo "# creating $image"
 	new=$work/new-$name
-	debootstrap --variant=minbase --arch="$arch" "$suite" "$new" "$mirror" \
+	debootstrap --variant="$debootstrap_variant" --arch="$arch" "$suite" "$new" "$mirror" \
 		>"$work/debootstrap.log" 2>&1 || bail "debootstrap failed" "$work/debootstrap.log"
 	printf '%s\n' "$sources" | awk '{ print "deb", $1, $2, "main" }' >"$new/etc/apt/sources.list"
-	in_chroot "$new" "apt-get -q update && apt-get -q -y upgrade &&
+	# Unstable as these machines reach it has a Release file past its
+	# Valid-Until (by 31 days on 2026-12-07), which apt-get update refuses
+	# and debootstrap does not check; its signature is checked all the
+	# same.  Its packages come from the lists debootstrap just fetched, the
+	# newest there are: there is nothing to upgrade.
+	local update="apt-get -q update && apt-get -q -y upgrade &&"
+	[ "$suite" != unstable ] || update=
+	in_chroot "$new" "$update
 		apt-get -q -y install --no-install-recommends $* && apt-get clean" \
 		>"$work/apt.log" 2>&1 || bail "apt-get in the new root failed" "$work/apt.log"
 	tar -C "$new" --numeric-owner -czf "$image.tmp" . && mv "$image.tmp" "$image" ||

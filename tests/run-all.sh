@@ -245,7 +245,14 @@ as_root debian tests/debian-install.sh LIBMEMBARRIER_DEBS_OUT="$top/_build/debs"
 echo "== kernels"
 # Beside them, the Debian guest's root file system, if it is not cached:
 # debootstrap waits on the network and the disk more than on the CPU.
-root tests/debian-guest.sh --prepare >_build/debian-guest-prepare.log 2>&1 &
+# Likewise the Debian 13 guest's root and the Debian 13 and unstable
+# build chroots (tests/debian-build.sh).
+{
+	root tests/debian-guest.sh --prepare
+	root env DEBIAN_SUITE=trixie tests/debian-guest.sh --prepare
+	root env DEBIAN_SUITE=trixie tests/debian-build.sh --prepare
+	root env DEBIAN_SUITE=unstable tests/debian-build.sh --prepare
+} >_build/debian-guest-prepare.log 2>&1 &
 prepare_pid=$!
 for variant in patched nomembarrier debug arm64; do
 	if ! kernel/build.sh "$variant" >/dev/null; then
@@ -280,6 +287,18 @@ times="$times$builds"
 # Debian 12 system that boots with systemd in QEMU and checks itself, once
 # with membarrier_expedited=off (tests/debian-guest.sh, TAP, as root).
 as_root debian-guest tests/debian-guest.sh LIBMEMBARRIER_DEBS="$top/_build/debs"
+
+# The same source package built, linted and tested where Debian 13 and
+# unstable build it: in chroots of each suite, with its own toolchain and
+# lintian, its build's make check and its autopkgtests
+# (tests/debian-build.sh).  The Debian 13 packages then go into a
+# Debian 13 guest that boots the 6.12 kernel's packages.
+as_root debian-13 tests/debian-build.sh DEBIAN_SUITE=trixie \
+	LIBMEMBARRIER_DEBS="$top/_build/debs" LIBMEMBARRIER_DEBS_OUT="$top/_build/debs-trixie"
+as_root debian-sid tests/debian-build.sh DEBIAN_SUITE=unstable \
+	LIBMEMBARRIER_DEBS="$top/_build/debs"
+as_root debian-13-guest tests/debian-guest.sh DEBIAN_SUITE=trixie \
+	LINUX_SOURCE_TARBALL="$linux_6_12" LIBMEMBARRIER_DEBS="$top/_build/debs-trixie"
 
 # The listing race of tests/list-complete shows about once in 20,000
 # lists on the old code: the default build makes 5 * 10^5 of them (about

@@ -1,0 +1,139 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# The source package built where a Debian maintainer and Debian's buildds
+# build it for a newer suite: in a chroot of DEBIAN_SUITE (trixie: Debian
+# 13; unstable) made by debootstrap --variant=buildd, with that suite's
+# compiler, debhelper, dpkg and lintian.  From the source package that
+# tests/debian-install.sh built (the "make dist" tarball plus debian/):
+# dpkg-source -x, dpkg-checkbuilddeps, dpkg-buildpackage -us -uc with the
+# build's test suite (its "make check": the host tests and the man-page
+# checks, as a buildd runs them), no compiler warning in the build log,
+# that suite's lintian -I --pedantic without an error or a warning, then
+# the binary packages installed with dpkg and the package's autopkgtests
+# run against them (autopkgtest -B ... -- null, in the chroot).
+#
+# Speaks TAP.  Needs root (debootstrap, chroot, mount), debootstrap, the
+# network the first time (the chroot is cached as a tarball, keyed like
+# tests/debian-install.sh's, with the build dependencies of debian/control
+# in its key).  Where root or a tool is missing it skips, or fails when
+# LIBMEMBARRIER_REQUIRE_GUEST=1 (tests/run-all.sh).  The chroot runs the
+# build as root, the way `debootstrap` plus `dpkg-buildpackage` does by
+# hand; the build's tests that need what a chroot cannot give skip those
+# cases and say why.
+#
+# Environment: DEBIAN_SUITE (trixie or unstable; required);
+# LIBMEMBARRIER_DEBS, the directory with the source package
+# (libmembarrier_VERSION.dsc and its tarballs; built here if unset);
+# LIBMEMBARRIER_DEBS_OUT, where to leave the source and binary packages
+# built here (for tests/debian-guest.sh).  With --prepare, it only makes
+# the cached chroot.
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+case ${DEBIAN_SUITE:-} in
+trixie|unstable) ;;
+*) echo "Bail out! DEBIAN_SUITE must be trixie or unstable, not '${DEBIAN_SUITE:-}'"; exit 1 ;;
+esac
+debootstrap_variant=buildd
+# shellcheck source=debian-lib.sh
+. "$top/tests/debian-lib.sh"
+
+# The build dependencies of debian/control, without versions or
+# alternatives' second choices, and what the checks here add: lintian,
+# autopkgtest and the autopkgtests' own dependencies (debian/tests/control),
+# installed with the chroot so that nothing is fetched per run.
+build_deps=$(sed -n '/^Build-Depends:/,/^[A-Z]/{s/^Build-Depends://;/^[A-Z]/d;p}' \
+	"$top/debian/control" | tr ',' '\n' | sed 's/[(|].*//; s/^[[:space:]]*//; s/[[:space:]]*$//' |
+	sed 's/^debhelper-compat$/debhelper/' | grep . | LC_ALL=C sort -u)
+chroot_packages=$(echo $build_deps lintian autopkgtest pkgconf man-db manpages-dev)
+
+if [ "${1:-}" = --prepare ]; then
+	[ "$(id -u)" = 0 ] && command -v debootstrap >/dev/null || exit 0
+	root_image build 1 $chroot_packages
+	exit 0
+fi
+need_tools debootstrap dpkg-parsechangelog chroot mount umount mountpoint flock tar gzip make
+[ -d "$top/debian" ] || skip_all "no debian/ directory (a release tarball has none)"
+
+version=$(dpkg-parsechangelog -l "$top/debian/changelog" -S Version)
+version=${version#*:}
+upstream=${version%-*}
+if [ -n "${LIBMEMBARRIER_DEBS:-}" ]; then
+	pkgdir=$LIBMEMBARRIER_DEBS
+else
+	[ -x "$top/configure" ] || skip_all "no ./configure: run autoreconf -fi first"
+	pkgdir=$work/packages
+	build_packages "$pkgdir"
+fi
+dsc=$pkgdir/libmembarrier_$version.dsc
+[ -f "$dsc" ] || bail "no $dsc"
+
+root=$work/root
+unpack_root build 1 "$root" $chroot_packages
+run() {	# run LOG COMMAND: in the chroot, output to $work/LOG
+	in_chroot "$root" "$2" >"$work/$1" 2>&1
+}
+run toolchain.log 'gcc --version | head -n 1; dpkg-query -W -f "\${Package} \${Version}\n" \
+	debhelper dpkg-dev lintian libc6-dev groff-base man-db mandoc autopkgtest'
+sed 's/^/# '"$suite"': /' "$work/toolchain.log"
+
+mkdir "$root/build" &&
+	cp "$dsc" $(sed -n '/^Files:/,/^[^ ]/s/^ [0-9a-f]* [0-9]* //p' "$dsc" | sed "s|^|$pkgdir/|") \
+		"$root/build/" || bail "cannot copy the source package into the chroot"
+src=/build/libmembarrier-$upstream
+run unpack.log "cd /build && dpkg-source -x libmembarrier_$version.dsc"
+ok $? "$suite: dpkg-source -x unpacks the source package" "$work/unpack.log"
+run builddeps.log "cd $src && dpkg-checkbuilddeps"
+ok $? "$suite: dpkg-checkbuilddeps: the build dependencies are in $suite" "$work/builddeps.log"
+
+# As a buildd builds: the tests run (no nocheck), as many jobs as CPUs.
+# The litmus runs at distcheck's strength (2 * 10^4 rounds, 5000 with
+# thread churn; their defaults, 10^6, took 172 of the 302 s of a Debian 13
+# build): what this stage asks is whether the suite's toolchain builds
+# and passes it; the default build runs the litmus tests at full strength.
+start=$SECONDS
+run build.log "cd $src && LITMUS_ROUNDS=20000 LITMUS_CHURN_ROUNDS=5000 \
+	DEB_BUILD_OPTIONS=parallel=$(nproc) dpkg-buildpackage -us -uc"
+ok $? "$suite: dpkg-buildpackage -us -uc builds the packages, its make check passes ($((SECONDS - start)) s)" \
+	"$work/build.log"
+grep -E '^# (TOTAL|PASS|SKIP|XFAIL|FAIL|XPASS|ERROR):' "$work/build.log" | tr '\n' ' ' |
+	sed 's/^/# '"$suite"' make check: /; s/$/\n/'
+grep -E '^(SKIP|ok .*# SKIP)' "$work/build.log" | sed 's/^/# skipped: /'
+# gcc's and the linker's diagnostics (FILE:LINE:COLUMN: warning:, cc1:,
+# ld:), not what the test logs the build prints on a failure say.
+grep -E '^[^#]*(\.[ch]:[0-9]+:[0-9]+: (warning|error):|^cc1: (warning|error)|ld: warning)' \
+	"$work/build.log" >"$work/warnings.log"
+[ ! -s "$work/warnings.log" ]
+ok $? "$suite: no compiler warning in the build log ($(head -n 1 "$work/toolchain.log"))" \
+	"$work/warnings.log"
+
+changes=/build/libmembarrier_${version}_$arch.changes
+run lintian.log "lintian -I --pedantic --fail-on error,warning $changes"
+rc=$?
+sed 's/^/# /' "$work/lintian.log"
+ok $rc "$suite: lintian $(sed -n 's/^lintian //p' "$work/toolchain.log") -I --pedantic: no error or warning"
+
+debs=
+for p in $our_packages; do
+	debs="$debs /build/$(cd "$root/build" && ls "${p}_${version}_"*.deb 2>/dev/null)"
+done
+run install.log "dpkg -i $debs"
+ok $? "$suite: dpkg -i installs the four packages" "$work/install.log"
+# The kernel tool's default source there is the suite's kernel, 6.12
+# (Debian 13's; testing and unstable have no 6.1): without it, the tool
+# says to install it, before it writes anything.
+run tool.log 'mkdir /tmp/k && cd /tmp/k && ! membarrier-build-kernel -c /dev/null &&
+	[ -z "$(ls -A /tmp/k)" ]' && grep -q 'apt-get install linux-source-6\.12[ ;]' "$work/tool.log"
+ok $? "$suite: membarrier-build-kernel without linux-source-6.12 says to install it, writes nothing" \
+	"$work/tool.log"
+run autopkgtest.log "autopkgtest -B --output-dir /build/autopkgtest /build/libmembarrier_$version.dsc -- null"
+ok $? "$suite: the autopkgtests pass against the packages just built (autopkgtest -B ... -- null)" \
+	"$work/autopkgtest.log"
+sed 's/^/# autopkgtest: /' "$root/build/autopkgtest/summary" 2>/dev/null
+
+if [ -n "${LIBMEMBARRIER_DEBS_OUT:-}" ]; then
+	rm -rf "$LIBMEMBARRIER_DEBS_OUT" && mkdir -p "$LIBMEMBARRIER_DEBS_OUT" &&
+		cp "$root"/build/*.deb "$root"/build/*.dsc "$root"/build/*.tar.* "$LIBMEMBARRIER_DEBS_OUT/" ||
+		bail "cannot copy the packages to $LIBMEMBARRIER_DEBS_OUT"
+fi
+done_tap
