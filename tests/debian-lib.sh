@@ -101,13 +101,17 @@ mirror=$(printf '%s\n' "$sources" | awk -v s="$suite" '$2 == s { print $1; exit 
 # of SCHEMA (bump it when the way the root is made changes), the variant,
 # the mirrors, the package list and, for unstable, the month; made when
 # missing, under a lock (fd 8, held until unpack_root releases it).  Sets
-# image.
+# image.  root_download: packages only downloaded into the root's
+# /var/cache/apt/archives, to be installed later without the network
+# (apt-get install --no-download), and in the key.
 debootstrap_variant=${debootstrap_variant:-minbase}
+root_download=${root_download:-}
 root_image() {
-	local name=$1 schema=$2 key new v=
+	local name=$1 schema=$2 key new v= old
 	shift 2
 	# The key of a minbase root is what it was before variants existed.
 	[ "$debootstrap_variant" = minbase ] || v="variant=$debootstrap_variant"
+	[ -z "$root_download" ] || v="$v download=$(echo $root_download)"
 	# Unstable moves every day: its root is made again each month, so that
 	# a build there meets what a buildd has, not a cache's old toolchain.
 	[ "$suite" != unstable ] || v="$v month=$(date -u +%Y-%m)"
@@ -119,7 +123,10 @@ root_image() {
 	[ ! -f "$image" ] || return 0
 	echo "# creating $image"
 	new=$work/new-$name
-	debootstrap --variant="$debootstrap_variant" --arch="$arch" "$suite" "$new" "$mirror" \
+	# The archive's signature must check: with the keyring named,
+	# debootstrap stops where it would otherwise only warn.
+	debootstrap --keyring=/usr/share/keyrings/debian-archive-keyring.gpg \
+		--variant="$debootstrap_variant" --arch="$arch" "$suite" "$new" "$mirror" \
 		>"$work/debootstrap.log" 2>&1 || bail "debootstrap failed" "$work/debootstrap.log"
 	printf '%s\n' "$sources" | awk '{ print "deb", $1, $2, "main" }' >"$new/etc/apt/sources.list"
 	# Unstable as these machines reach it has a Release file past its
@@ -130,11 +137,20 @@ root_image() {
 	local update="apt-get -q update && apt-get -q -y upgrade &&"
 	[ "$suite" != unstable ] || update=
 	in_chroot "$new" "$update
-		apt-get -q -y install --no-install-recommends $* && apt-get clean" \
+		apt-get -q -y install --no-install-recommends $* && apt-get clean &&
+		if [ -n '$root_download' ]; then
+			apt-get -q -y install --no-install-recommends --download-only $root_download
+		fi" \
 		>"$work/apt.log" 2>&1 || bail "apt-get in the new root failed" "$work/apt.log"
 	tar -C "$new" --numeric-owner -czf "$image.tmp" . && mv "$image.tmp" "$image" ||
 		bail "cannot write $image"
 	rm -rf --one-file-system "$new"
+	# Last month's unstable root is not needed again.
+	if [ "$suite" = unstable ]; then
+		for old in "$cache/$name-$suite-$arch-"*.tar.gz; do
+			[ "$old" = "$image" ] || rm -f "$old" "$old.lock"
+		done
+	fi
 }
 
 # unpack_root NAME SCHEMA DIR PACKAGE...: root_image's root in DIR.
