@@ -53,6 +53,12 @@ if [ "${1:-}" = --prepare ]; then
 	root_image guest 1 $guest_packages
 	exit 0
 fi
+# The suites with a kernel series for their kernel: bookworm (6.1) and
+# trixie (6.12).
+case $suite in
+bookworm|trixie) ;;
+*) bail "DEBIAN_SUITE=$suite: the guest is bookworm or trixie" ;;
+esac
 need_tools debootstrap dpkg-buildpackage dpkg-deb chroot mount umount mountpoint flock \
 	tar gzip xz make mke2fs debugfs qemu-system-x86_64 timeout sha256sum lintian
 [ "$arch" = amd64 ] || skip_all "the guest is x86_64 ($arch here)"
@@ -75,8 +81,9 @@ refuses() {	# refuses WHAT-THE-MESSAGE-SAYS ARGS...
 	cat "$work/refuse.log"
 	[ $rc = 1 ] && grep -q -e "$want" "$work/refuse.log" && [ -z "$(ls -A "$work/empty")" ]
 }
-refuses 'apt-get install linux-source-6.1' -s "$work/none.tar.xz" -c /dev/null >"$work/r1.log"
-ok $? "membarrier-build-kernel: no source tarball: says to install linux-source-6.1" "$work/r1.log"
+refuses "none.tar.xz not found: give Debian's kernel source tarball" -s "$work/none.tar.xz" \
+	-c /dev/null >"$work/r1.log"
+ok $? "membarrier-build-kernel: no source tarball: says which, and what it wants" "$work/r1.log"
 refuses 'apt-get install linux-patch-membarrier' -p "$work/none" -c /dev/null >"$work/r2.log"
 ok $? "membarrier-build-kernel: no patches: says to install linux-patch-membarrier" "$work/r2.log"
 refuses "$work/none.config not found" -p "$top/kernel/patches" -c "$work/none.config" \
