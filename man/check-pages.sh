@@ -44,8 +44,14 @@ for page in "$@"; do
 		grep -v 'WARNING: \.so is fragile, better use ln(1): so man[1-8]/')
 	report mandoc "$page" "$out"
 
+	# groff -t would hide a page whose table man(1) never hands to tbl:
+	# a page with a table must ask for tbl on its first line ('\" t).
 	out=$(need groff)
 	[ -n "$out" ] || out=$(groff -s -t -man -ww -z "$page" 2>&1)
+	if grep -q '^\.TS' "$page" && ! sed -n 1p "$page" | grep -q "^'\\\\\" [a-z]*t"; then
+		out="$out${out:+
+}a table (.TS) but no '\\\" t on the first line: man(1) would not run tbl"
+	fi
 	report groff "$page" "$out"
 
 	# A stub: its target's preprocessors, as man reads them through the
