@@ -125,8 +125,9 @@ fi
 # package builds of tests/debian-install.sh do not (nocheck), so that a
 # warning only they bring (_FORTIFY_SOURCE's warn_unused_result) shows
 # here and not first on a Debian 13 buildd.
-debflags() {	# debflags VAR
-	DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --get "$1" 2>/dev/null
+debflags() {	# debflags VAR, without the build path (-ffile-prefix-map)
+	DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --get "$1" |
+		sed 's/ *-ffile-prefix-map=[^ ]*//'
 }
 # armhf as Debian 13 builds it: 64-bit time_t and file offsets (the flags
 # dpkg-buildflags gives armhf from Debian 13 on; Debian 12's gives none),
@@ -236,7 +237,8 @@ as_root() {
 	fi
 	took "$name"
 }
-as_root debian tests/debian-install.sh LIBMEMBARRIER_DEBS_OUT="$top/_build/debs"
+rm -rf _build/debs _build/debs-trixie	# no stage may take an older run's packages
+as_root debian tests/debian-install.sh DEBIAN_SUITE=bookworm LIBMEMBARRIER_DEBS_OUT="$top/_build/debs"
 
 # The four guest kernels next, with all the CPUs to themselves (cached:
 # seconds when nothing changed; on 2 cores 6 to 10 minutes each, if not).
@@ -247,11 +249,12 @@ echo "== kernels"
 # debootstrap waits on the network and the disk more than on the CPU.
 # Likewise the Debian 13 guest's root and the Debian 13 and unstable
 # build chroots (tests/debian-build.sh).
+# Each at most 20 minutes (debootstrap has no timeout of its own).
 {
-	root tests/debian-guest.sh --prepare
-	root env DEBIAN_SUITE=trixie tests/debian-guest.sh --prepare
-	root env DEBIAN_SUITE=trixie tests/debian-build.sh --prepare
-	root env DEBIAN_SUITE=unstable tests/debian-build.sh --prepare
+	root timeout 1200 env DEBIAN_SUITE=bookworm tests/debian-guest.sh --prepare
+	root timeout 1200 env DEBIAN_SUITE=trixie tests/debian-guest.sh --prepare
+	root timeout 1200 env DEBIAN_SUITE=trixie tests/debian-build.sh --prepare
+	root timeout 1200 env DEBIAN_SUITE=unstable tests/debian-build.sh --prepare
 } >_build/debian-guest-prepare.log 2>&1 &
 prepare_pid=$!
 for variant in patched nomembarrier debug arm64; do
@@ -286,7 +289,7 @@ times="$times$builds"
 # The patched kernel's Debian packages (kernels stage), installed with the library packages of the debian stage into a
 # Debian 12 system that boots with systemd in QEMU and checks itself, once
 # with membarrier_expedited=off (tests/debian-guest.sh, TAP, as root).
-as_root debian-guest tests/debian-guest.sh LIBMEMBARRIER_DEBS="$top/_build/debs"
+as_root debian-guest tests/debian-guest.sh DEBIAN_SUITE=bookworm LIBMEMBARRIER_DEBS="$top/_build/debs"
 
 # The same source package built, linted and tested where Debian 13 and
 # unstable build it: in chroots of each suite, with its own toolchain and
