@@ -31,6 +31,19 @@ times=
 # The guest tests must run here; a missing tool fails them, not skips them.
 LIBMEMBARRIER_REQUIRE_GUEST=1; export LIBMEMBARRIER_REQUIRE_GUEST
 t0=$(date +%s)
+# ccache, where it is installed (.ci/run installs it): every compiler of
+# the suite's builds and of the kernel builds runs through its masquerade
+# directory, caching objects by content under the kernel cache.  A run
+# that changed a few files recompiles those: the twelve builds of the
+# suite and a kernel rebuilt because its tool or one patch changed.
+# NOHASHDIR and BASEDIR let a clone at another path hit the same objects.
+if [ -d /usr/lib/ccache ] && command -v ccache >/dev/null; then
+	PATH=/usr/lib/ccache:$PATH
+	CCACHE_DIR=${LIBMEMBARRIER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/libmembarrier}/ccache
+	CCACHE_BASEDIR=$top CCACHE_NOHASHDIR=1 CCACHE_MAXSIZE=4G
+	export PATH CCACHE_DIR CCACHE_BASEDIR CCACHE_NOHASHDIR CCACHE_MAXSIZE
+	echo "run-all: compilers through ccache ($CCACHE_DIR)"
+fi
 stamp=$t0
 # took NAME: add the time since the last stamp to the table.
 took() {
