@@ -60,18 +60,8 @@ fi
 need_tools debootstrap dpkg-parsechangelog chroot mount umount mountpoint flock tar gzip make
 [ -d "$top/debian" ] || skip_all "no debian/ directory (a release tarball has none)"
 
-version=$(dpkg-parsechangelog -l "$top/debian/changelog" -S Version)
-version=${version#*:}
+source_package
 upstream=${version%-*}
-if [ -n "${LIBMEMBARRIER_DEBS:-}" ]; then
-	pkgdir=$LIBMEMBARRIER_DEBS
-else
-	[ -x "$top/configure" ] || skip_all "no ./configure: run autoreconf -fi first"
-	pkgdir=$work/packages
-	build_packages "$pkgdir"
-fi
-dsc=$pkgdir/libmembarrier_$version.dsc
-[ -f "$dsc" ] || bail "no $dsc"
 
 root=$work/root
 unpack_root build 1 "$root" $chroot_packages
@@ -83,9 +73,8 @@ run toolchain.log 'gcc --version | head -n 1; dpkg-query -W -f "\${Package} \${V
 	sed -n "s/^Date: /archive of /p" /var/lib/apt/lists/*_dists_'"$suite"'_InRelease'
 sed 's/^/# '"$suite"': /' "$work/toolchain.log"
 
-mkdir "$root/build" &&
-	cp "$dsc" $(sed -n '/^Files:/,/^[^ ]/s/^ [0-9a-f]* [0-9]* //p' "$dsc" | sed "s|^|$pkgdir/|") \
-		"$root/build/" || bail "cannot copy the source package into the chroot"
+mkdir "$root/build" && copy_source "$root/build" ||
+	bail "cannot copy the source package into the chroot"
 src=/build/libmembarrier-$upstream
 run unpack.log "cd /build && dpkg-source -x libmembarrier_$version.dsc"
 ok $? "$suite: dpkg-source -x unpacks the source package" "$work/unpack.log"

@@ -121,23 +121,14 @@ esac
 lintian "$image_deb" 2>/dev/null | sed 's/^/# lintian: /' | head -n 20
 
 # --- the library packages -----------------------------------------------------------
-if [ -n "${LIBMEMBARRIER_DEBS:-}" ]; then
-	pkgdir=$LIBMEMBARRIER_DEBS
-else
-	[ "$suite" = bookworm ] ||
-		bail "DEBIAN_SUITE=$suite: give LIBMEMBARRIER_DEBS, packages built in $suite (tests/debian-build.sh)"
-	pkgdir=$work/packages
-	build_packages "$pkgdir"
-fi
-version=$(dpkg-parsechangelog -l "$top/debian/changelog" -S Version)
-version=${version#*:}
+[ -n "${LIBMEMBARRIER_DEBS:-}" ] || [ "$suite" = bookworm ] ||
+	bail "DEBIAN_SUITE=$suite: give LIBMEMBARRIER_DEBS, packages built in $suite (tests/debian-build.sh)"
+source_package
 debs=
 for p in $our_packages; do
 	f=$(ls "$pkgdir/${p}_${version}_"*.deb 2>/dev/null) || bail "no $p .deb in $pkgdir"
 	debs="$debs $f"
 done
-dsc=$pkgdir/libmembarrier_$version.dsc
-[ -f "$dsc" ] || bail "no $dsc"
 
 # --- the root file system and the disk image ------------------------------------
 root=$work/root
@@ -161,9 +152,8 @@ ok $? "the kernel package installed /boot/vmlinuz-$release, its hook /boot/initr
 # user other than root, and the unit that runs the checks.
 check=$root/root/membarrier-check
 mkdir -p "$check" &&
-	cp "$top/tests/debian-guest-check.sh" "$top/tests/litmus.c" "$dsc" "$check/" &&
-	cp $(sed -n '/^Files:/,/^[^ ]/s/^ [0-9a-f]* [0-9]* //p' "$dsc" | sed "s|^|$pkgdir/|") \
-		"$check/" &&
+	cp "$top/tests/debian-guest-check.sh" "$top/tests/litmus.c" "$check/" &&
+	copy_source "$check" &&
 	printf 'suite=%s\nrelease=%s\npackages="%s %s"\n' "$suite" "$release" "$our_packages" \
 		"$(for d in $kernel_debs; do dpkg-deb -f "$d" Package; done | tr '\n' ' ')" \
 		>"$check/expect" &&

@@ -164,6 +164,30 @@ unpack_root() {
 	exec 8>&-
 }
 
+# source_package: the packages to test, LIBMEMBARRIER_DEBS's (the
+# directory a stage before left them in) or, without it, built here by
+# build_packages (in Debian 12's way: only where that is the suite).  Sets
+# pkgdir, version (without epoch) and dsc (the .dsc, checked to exist).
+source_package() {
+	if [ -n "${LIBMEMBARRIER_DEBS:-}" ]; then
+		pkgdir=$LIBMEMBARRIER_DEBS
+	else
+		[ -x "$top/configure" ] || skip_all "no ./configure: run autoreconf -fi first"
+		pkgdir=$work/packages
+		build_packages "$pkgdir"
+	fi
+	version=$(dpkg-parsechangelog -l "$top/debian/changelog" -S Version)
+	version=${version#*:}	# as in the file names: no epoch
+	dsc=$pkgdir/libmembarrier_$version.dsc
+	[ -f "$dsc" ] || bail "no $dsc"
+}
+
+# copy_source DIR: the .dsc and the files it names into DIR.
+copy_source() {
+	cp "$dsc" $(sed -n '/^Files:/,/^[^ ]/s/^ [0-9a-f]* [0-9]* //p' "$dsc" | sed "s|^|$pkgdir/|") \
+		"$1/"
+}
+
 # build_packages DIR: the source and binary packages in DIR, built from the
 # "make dist" tarball as the orig tarball plus debian/, as for a release.
 # TAP for each step; sets version, changes and debs (the four .debs).
