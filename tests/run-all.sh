@@ -238,7 +238,13 @@ as_root() {
 	shift 2
 	echo "== $name"
 	root env "$@" "$script" >"_build/$name.log" 2>&1
-	rc=$?
+	tap_tally "$name" $?
+	took "$name"
+}
+# tap_tally NAME STATUS: _build/NAME.log's TAP, and the script's exit
+# status, into the totals.
+tap_tally() {
+	name=$1 rc=$2
 	grep -E '^(not ok|Bail out!)' "_build/$name.log"
 	set -- $(awk '/^ok /{p++} /^(not ok |Bail out!)/{f++} END{print p+0, f+0}' "_build/$name.log")
 	echo "# $name: $1 ok, $2 not ok (_build/$name.log)"
@@ -248,7 +254,6 @@ as_root() {
 		status=1
 		[ "$2" -gt 0 ] || failed=$((failed + 1))
 	fi
-	took "$name"
 }
 rm -rf _build/debs _build/debs-trixie	# no stage may take an older run's packages
 as_root debian tests/debian-install.sh DEBIAN_SUITE=bookworm LIBMEMBARRIER_DEBS_OUT="$top/_build/debs"
@@ -308,11 +313,25 @@ as_root debian-guest tests/debian-guest.sh DEBIAN_SUITE=bookworm LIBMEMBARRIER_D
 # unstable build it: in chroots of each suite, with its own toolchain and
 # lintian, its build's make check and its autopkgtests
 # (tests/debian-build.sh).  The Debian 13 packages then go into a
-# Debian 13 guest that boots the 6.12 kernel's packages.
-as_root debian-13 tests/debian-build.sh DEBIAN_SUITE=trixie \
-	LIBMEMBARRIER_DEBS="$top/_build/debs" LIBMEMBARRIER_DEBS_OUT="$top/_build/debs-trixie"
-as_root debian-sid tests/debian-build.sh DEBIAN_SUITE=unstable \
-	LIBMEMBARRIER_DEBS="$top/_build/debs"
+# Debian 13 guest that boots the 6.12 kernel's packages.  The two builds
+# run at once, each with one job: their steps are mostly one process at
+# a time (dpkg-source, configure, lintian, dpkg), and their test suites
+# then run two tests at a time, as one build with two jobs does on a
+# 2-CPU buildd (where the Debian 13 and unstable builds passed, at two
+# jobs, alone).
+echo "== debian-13, debian-sid (at once)"
+root env DEBIAN_SUITE=trixie DEBIAN_BUILD_JOBS=1 LIBMEMBARRIER_DEBS="$top/_build/debs" \
+	LIBMEMBARRIER_DEBS_OUT="$top/_build/debs-trixie" tests/debian-build.sh \
+	>_build/debian-13.log 2>&1 &
+pid_13=$!
+root env DEBIAN_SUITE=unstable DEBIAN_BUILD_JOBS=1 LIBMEMBARRIER_DEBS="$top/_build/debs" \
+	tests/debian-build.sh >_build/debian-sid.log 2>&1 &
+pid_sid=$!
+wait $pid_13
+tap_tally debian-13 $?
+wait $pid_sid
+tap_tally debian-sid $?
+took debian-13+sid
 as_root debian-13-guest tests/debian-guest.sh DEBIAN_SUITE=trixie \
 	LINUX_SOURCE_TARBALL="$linux_6_12" LIBMEMBARRIER_DEBS="$top/_build/debs-trixie"
 
