@@ -48,7 +48,7 @@ stamp=$t0
 # took NAME: add the time since the last stamp to the table.
 took() {
 	now=$(date +%s)
-	times="$times$(printf '%-12s %5ds' "$1" $((now - stamp)))
+	times="$times$(printf '%-16s %5ds' "$1" $((now - stamp)))
 "
 	stamp=$now
 }
@@ -298,7 +298,7 @@ took kernels
 wait "$lane1" "$lane2"
 for b in default asan-ubsan tsan i386 $emulated $compiled; do
 	read -r rc secs 2>/dev/null <"_build/$b.built" || rc=99 secs=0
-	builds="${builds:-}$(printf '  %-10s %5ds%s' "$b" "$secs" "$([ "$rc" = 0 ] || echo ' FAILED')")
+	builds="${builds:-}$(printf '  %-14s %5ds%s' "$b" "$secs" "$([ "$rc" = 0 ] || echo ' FAILED')")
 "
 done
 took builds
@@ -390,7 +390,7 @@ for a in $emulated; do
 	( cd "_build/$a" && LITMUS_ROUNDS=50000 LITMUS_CHURN_ROUNDS=5000 make -s check ) \
 		>"_build/$a.out" 2>&1 || { status=1; tail -20 "_build/$a.out"; }
 	summary "$a"
-	times="$times$(printf '  %-10s %5ds' "$a" $(($(date +%s) - t)))
+	times="$times$(printf '  %-14s %5ds' "$a" $(($(date +%s) - t)))
 "
 done
 for a in $compiled; do
@@ -426,7 +426,7 @@ took distcheck
 
 echo "== time per stage"
 printf '%s' "$times"
-printf '%-12s %5ds\n' total $(($(date +%s) - t0))
+printf '%-16s %5ds\n' total $(($(date +%s) - t0))
 [ $failed -eq 0 ] || status=1
 echo "$passed passed, $failed failed"
 exit $status
