@@ -34,9 +34,13 @@ t0=$(date +%s)
 # ccache, where it is installed (.ci/run installs it): every compiler of
 # the suite's builds and of the kernel builds runs through its masquerade
 # directory, caching objects by content under the kernel cache.  A run
-# that changed a few files recompiles those: the twelve builds of the
-# suite and a kernel rebuilt because its tool or one patch changed.
-# NOHASHDIR and BASEDIR let a clone at another path hit the same objects.
+# that changed a few files recompiles those in the twelve builds of the
+# suite, and the patched kernels (membarrier-build-kernel builds them in
+# tree, in a directory of its own) when only their tool changed.  The
+# other kernel variants and the matrix build out of tree, from a source
+# directory named by the patches' hash, which their compile commands
+# carry: a changed patch recompiles them whole.  NOHASHDIR and BASEDIR
+# let a clone at another path hit the same objects.
 if [ -d /usr/lib/ccache ] && command -v ccache >/dev/null; then
 	PATH=/usr/lib/ccache:$PATH
 	CCACHE_DIR=${LIBMEMBARRIER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/libmembarrier}/ccache
@@ -272,8 +276,9 @@ root env DEBIAN_SUITE=trixie DEBIAN_BUILD_TESTS=no LIBMEMBARRIER_DEBS="$top/_bui
 	>_build/debian-13.log 2>&1 &
 debian13_pid=$!
 
-# The four guest kernels next, with all the CPUs to themselves (cached:
-# seconds when nothing changed; on 2 cores 6 to 10 minutes each, if not).
+# The guest kernels next, beside the builds and the Debian 13 stage
+# (cached: seconds when nothing changed; on 2 cores 6 to 10 minutes each,
+# if not).
 # The patched one is built as Debian packages by membarrier-build-kernel:
 # the busybox guests boot its kernel, the Debian guest installs them.
 echo "== kernels"
@@ -342,9 +347,10 @@ as_root debian-13-guest tests/debian-guest.sh DEBIAN_SUITE=trixie \
 	LINUX_SOURCE_TARBALL="$linux_6_12" LIBMEMBARRIER_DEBS="$top/_build/debs-trixie"
 
 # The listing race of tests/list-complete shows about once in 20,000
-# lists on the old code: the default build makes 2 * 10^5 of them (about
-# 10 expected on the old code, which then passes with a chance of e^-10;
-# 13 s), the others list for the test's default 3 s.  The signal mechanism's litmus run with thread churn takes
+# lists on the old code (measured on one machine): the default build
+# makes 2 * 10^5 of them (about 10 expected on the old code, which then
+# passes with a chance of e^-10, e^-3.3 if the race were three times
+# rarer; 13 s), the others list for the test's default 3 s.  The signal mechanism's litmus run with thread churn takes
 # 150 to 200 us a round (every short-lived thread alive is signalled):
 # 2 * 10^5 rounds (40 s; its control, 10^6 rounds with churn, finds about
 # a fifth of them forbidden), where the native mechanism and the fence run
@@ -354,8 +360,9 @@ as_root debian-13-guest tests/debian-guest.sh DEBIAN_SUITE=trixie \
 check default LIST_COMPLETE_ROUNDS=200000 LITMUS_CHURN_ROUNDS=200000
 # Sanitizers slow the litmus test down tenfold: fewer rounds there, and
 # with churn (about 700 us a round under ASan) fewer still; and
-# tests/children 200 children of each kind (1000 took 32 s under ASan,
-# where what it checks is the memory, not the odds).
+# tests/children 200 children of each kind (1000 took 32 s under ASan;
+# the default build keeps 1000 for the odds of meeting a call in flight,
+# ASan's job is the memory on each child's path).
 check asan-ubsan LITMUS_ROUNDS=100000 LITMUS_CHURN_ROUNDS=20000 CHILDREN=200
 # Under TSan, not the tests of the signal mechanism (litmus, fallback,
 # fork): TSan delivers an asynchronous signal only when the target thread
@@ -416,16 +423,14 @@ done
 took cross
 
 echo "== distcheck"
-# distcheck checks the tarball: complete, builds out of tree (every test
-# program too: make check builds check_PROGRAMS whatever TESTS says),
-# installs and uninstalls, and its scripts find what they read in a
-# read-only source tree.  The test programs are the default build's, run
-# there in full; the unstable stage builds the tarball out of tree and
-# runs all of them from it (the scripts that run a test program too), so
-# distcheck compiles none (check_PROGRAMS=) and runs the scripts that
-# need none.
+# distcheck checks the tarball: complete, builds out of tree from a
+# read-only source tree, installs and uninstalls, and the scripts that
+# need no test program find what they read there.  The test programs are
+# the default build's, run there in full; the unstable stage builds the
+# tarball out of tree (its source tree writable) and runs every test from
+# it: distcheck compiles none (check_PROGRAMS=).
 distcheck_tests="tests/header.sh tests/symbols.sh tests/static.sh tests/layering.sh
-	tests/riscv-gate.sh man/check-pages.sh man/check-examples.sh"
+	man/check-pages.sh man/check-examples.sh"
 if ( cd _build/default && make -s distcheck TESTS="$(echo $distcheck_tests)" check_PROGRAMS= \
 	>distcheck.log 2>&1 ); then
 	passed=$((passed + 1)); echo "PASS: make distcheck"
