@@ -89,9 +89,10 @@ ok $? "$suite: dpkg-checkbuilddeps: the build dependencies are in $suite" "$work
 # most 30 minutes (the build's tests have their own timeouts).  The
 # litmus tests run at distcheck's strength (2 * 10^4 rounds, 5000 with
 # thread churn; their defaults, 10^6, took 172 of the 302 s of a Debian
-# 13 build) and tests/children with 100 children of each kind (not 1000:
-# 25 s): what this stage asks is whether the suite's toolchain builds and
-# passes it; the default build runs them at full strength.
+# 13 build): what this stage asks is whether the suite's toolchain builds
+# and passes it; the default build runs them at full strength.
+# (tests/children keeps its 1000 children of each kind: with 100, its
+# clone-vm-eperm case saw no child run a shared call, and failed.)
 # DEBIAN_BUILD_TESTS=no: nocheck, then the test programs compiled (make
 # check TESTS=), so that their warnings still count, but not run.
 jobs=${DEBIAN_BUILD_JOBS:-$(nproc)}
@@ -102,7 +103,7 @@ if [ "${DEBIAN_BUILD_TESTS:-yes}" = no ]; then
 		make -C debian/build -j$jobs check TESTS="
 	built=$? what="(nocheck; the test programs compiled, not run)"
 else
-	run build.log "cd $src && LITMUS_ROUNDS=20000 LITMUS_CHURN_ROUNDS=5000 CHILDREN=100 \
+	run build.log "cd $src && LITMUS_ROUNDS=20000 LITMUS_CHURN_ROUNDS=5000 \
 		DEB_BUILD_OPTIONS=parallel=$jobs timeout 1800 unshare --net dpkg-buildpackage -us -uc"
 	built=$? what="its make check passes"
 fi
