@@ -68,9 +68,6 @@ upstream=${version%-*}
 
 root=$work/root
 unpack_root build 1 "$root" $chroot_packages
-run() {	# run LOG COMMAND: in the chroot, output to $work/LOG
-	in_chroot "$root" "$2" >"$work/$1" 2>&1
-}
 run toolchain.log 'gcc --version | head -n 1; dpkg-query -W -f "\${Package} \${Version}\n" \
 	debhelper dpkg-dev libc6-dev groff-base man-db mandoc
 	sed -n "s/^Date: /archive of /p" /var/lib/apt/lists/*_dists_'"$suite"'_InRelease'

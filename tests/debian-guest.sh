@@ -4,13 +4,13 @@
 # with the project's own kernel/membarrier-build-kernel (shipped in
 # linux-patch-membarrier), installed with dpkg into a Debian root file
 # system (Debian 12, or DEBIAN_SUITE's) beside the library packages,
-# booted with systemd from that system's /boot on a virtio disk under QEMU, and checked from inside
-# (tests/debian-guest-check.sh, run by a systemd unit once
-# multi-user.target is reached): the kernel release, the packages,
-# membarrier-info, the sysctls and their permissions, the package's
-# autopkgtests, a store-buffering litmus test built with pkg-config, and
-# man 2 membarrier.  A second boot adds membarrier_expedited=off to the
-# kernel command line.
+# booted with systemd from that system's /boot on a virtio disk under
+# QEMU, and checked from inside (tests/debian-guest-check.sh, run by a
+# systemd unit once multi-user.target is reached): the kernel release,
+# the packages, membarrier-info, the sysctls and their permissions, the
+# package's autopkgtests, a store-buffering litmus test built with
+# pkg-config, and man 2 membarrier.  A second boot adds
+# membarrier_expedited=off to the kernel command line.
 #
 # Speaks TAP.  Needs root (debootstrap, chroot, mount), debootstrap,
 # mke2fs and debugfs (e2fsprogs), qemu-system-x86_64, the kernel build

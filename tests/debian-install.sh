@@ -62,9 +62,6 @@ ok $? "libmembarrier-dev depends on linux-libc-dev without a version" "$work/dev
 
 # --- in the chroot ----------------------------------------------------------
 mkdir "$root/tmp/debs" && cp $debs "$root/tmp/debs/" || bail "cannot copy the packages"
-run() {	# run LOG COMMAND: in the chroot, output to $work/LOG
-	in_chroot "$root" "$2" >"$work/$1" 2>&1
-}
 # man_shows LOG SECTION PAGE: the page, rendered, in LOG; nothing on stderr.
 man_shows() {
 	in_chroot "$root" "MANWIDTH=200 man $2 $3" >"$work/$1" 2>"$work/$1.err" &&

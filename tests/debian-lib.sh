@@ -79,6 +79,12 @@ in_chroot() {
 	return $rc
 }
 
+# run LOG COMMAND: a shell command in the chroot $root (the script's),
+# its output in $work/LOG.
+run() {
+	in_chroot "$root" "$2" >"$work/$1" 2>&1
+}
+
 # The host's Debian mirrors for the suite and its -updates and -security
 # (unstable has neither); deb.debian.org for a suite the host does not use.
 sources=$(apt-get indextargets --format '$(REPO_URI) $(RELEASE) $(COMPONENT)' \
@@ -165,8 +171,8 @@ unpack_root() {
 }
 
 # source_package: the packages to test, LIBMEMBARRIER_DEBS's (the
-# directory a stage before left them in) or, without it, built here by
-# build_packages (in Debian 12's way: only where that is the suite).  Sets
+# directory a stage before left them in) or, without it, built here on
+# the host by build_packages.  Sets
 # pkgdir, version (without epoch) and dsc (the .dsc, checked to exist).
 source_package() {
 	if [ -n "${LIBMEMBARRIER_DEBS:-}" ]; then
