@@ -18,7 +18,8 @@
  *                the child alone, so a shared call it ran must not count
  *                for the parent's waiters (with a kernel mechanism some
  *                must have run, and ended without counting: the tests' copy
- *                of the library counts them),
+ *                of the library counts them; up to ten times as many
+ *                children are made until one has),
  *   posix_spawn  (the child runs this program again, --spawned).
  * 1000 children each (CHILDREN; under an emulator 10, and 5 spawned,
  * each of which starts the emulator again; under AddressSanitizer 100
@@ -154,7 +155,15 @@ static void run(const char *mech, int children)
 		 * emulator too; under AddressSanitizer, its 100 ms start-up. */
 		int want = strcmp(ways[w], "posix_spawn") != 0 ? children :
 			   test_emulator() != NULL ? children / 2 : children / spawn_divisor;
-		int made = 0, status = 0, ok;
+		/* clone-vm-eperm with a kernel mechanism: until a child has run
+		 * a shared call over signals, up to ten times as many children
+		 * (a child runs one only if it arrives between two of the
+		 * sharers' calls: about 1 in 10 to 30 on an idle 2-CPU machine,
+		 * and under a parallel make check, 100 children once saw none). */
+		int until_uncounted = strcmp(ways[w], "clone-vm-eperm") == 0 &&
+				      strcmp(mech, "signal") != 0;
+		int limit = until_uncounted ? 10 * want : want;
+		int made = 0, status = 0, ok, child_failed = 0;
 		pid_t pid = 0;
 
 		if (strcmp(ways[w], "clone-vm-eperm") == 0 && test_emulator() != NULL) {
@@ -162,11 +171,15 @@ static void run(const char *mech, int children)
 			continue;
 		}
 		clock_gettime(CLOCK_MONOTONIC, &t0);
-		for (; made < want; made++) {
+		for (; made < limit; made++) {
+			if (made >= want && (!until_uncounted || lmb_test_uncounted() != uncounted0))
+				break;
 			pid = make(ways[w]);
 			if (pid < 0 || waitpid(pid, &status, __WALL) != pid ||
-			    !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+			    !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+				child_failed = 1;
 				break;
+			}
 		}
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		if (made == 0 && pid < 0 && errno == EINVAL && test_emulator() != NULL &&
@@ -175,15 +188,15 @@ static void run(const char *mech, int children)
 			       "CLONE_THREAD (EINVAL)\n", mech, ways[w]);
 			continue;
 		}
-		if (made < want && pid < 0)
+		if (child_failed && pid < 0)
 			tap_diag("%s: child %d: %s", ways[w], made + 1, strerror(errno));
-		else if (made < want)
+		else if (child_failed)
 			tap_diag("%s: child %d %s %d%s", ways[w], made + 1,
 				 WIFEXITED(status) ? "exited" : "was killed by signal",
 				 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
 				 WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM ?
 				 " (its heavy barriers hung for 10 s)" : "");
-		ok = made == want;
+		ok = !child_failed && made >= want;
 		/* With a kernel mechanism some of those children ran shared calls
 		 * over signals: none may have counted for the parent's waiters. */
 		if (strcmp(ways[w], "clone-vm-eperm") == 0 && strcmp(mech, "signal") != 0) {
@@ -191,7 +204,7 @@ static void run(const char *mech, int children)
 
 			tap_diag("%s: %u shared calls that children ran over signals ended "
 				 "without counting%s", ways[w], u,
-				 u == 0 ? ": none ran one, the case proved nothing" : "");
+				 u == 0 ? ": none of them ran one, the case proved nothing" : "");
 			ok = ok && u > 0;
 		}
 		tap_ok(ok, "%s, %s: %d children made while %d threads share calls "
