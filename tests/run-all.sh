@@ -246,10 +246,13 @@ as_root() {
 	took "$name"
 }
 # tally_tap NAME STATUS: _build/NAME.log's TAP and the script's exit
-# status into the totals.
+# status into the totals; its failures, and the tests it names as failed
+# with their diagnostics ("# failed: " and "# test-suite.log: ", a
+# package build's make check), on the output, which is all a CI run keeps.
 tally_tap() {
 	name=$1 rc=$2
-	grep -E '^(not ok|Bail out!)' "_build/$name.log"
+	grep -E '^(not ok|Bail out!|# failed: )' "_build/$name.log"
+	grep -E '^# test-suite.log: (not ok|FAIL|ERROR|# )' "_build/$name.log" | head -n 40
 	set -- $(awk '/^ok /{p++} /^(not ok |Bail out!)/{f++} END{print p+0, f+0}' "_build/$name.log")
 	echo "# $name: $1 ok, $2 not ok (_build/$name.log)"
 	passed=$((passed + $1))
