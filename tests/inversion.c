@@ -268,12 +268,24 @@ static void tracer(pid_t tid, int req, int ans, long hold_ms)
 /*
  * How long a caught runner stays stopped: 2 s in the shared phase, as long
  * as the timers run (1 s) and a little more with calls of one's own, where
- * it holds nothing, and 0.5 s for the control, which only has to show it
- * waits for as long (far beyond twice a call of one's own).
+ * it holds nothing, and for the control, which only has to show that it
+ * waits for as long, 0.25 s beyond twice the worst call of one's own (0.5
+ * s at least, 5 s at most): on a loaded machine a call of one's own took
+ * 0.4 s once (a parallel make check beside a kernel build), and a fixed
+ * 0.5 s hold could not show the control beyond twice that.
  */
+static long control_hold_ms = 500;
+
 static long hold_ms(enum mode m)
 {
-	return m == SHARED ? 2000 : m == OFF ? 1100 : 500;
+	return m == SHARED ? 2000 : m == OFF ? 1100 : control_hold_ms;
+}
+
+static void set_control_hold(int64_t own_ns)
+{
+	int64_t ms = 2 * own_ns / 1000000 + 250;
+
+	control_hold_ms = ms < 500 ? 500 : ms > 5000 ? 5000 : (long)ms;
 }
 
 /*
@@ -457,6 +469,10 @@ static void scene(const char *mech, const char *name, int fifo)
 			break;
 	}
 	CHECK(held, "%s: the runner was never caught holding a shared call\n", name);
+	set_control_hold(own);
+	if (fifo != 1)	/* fifo: the hog starves it for 1.2 s */
+		tap_diag("%s, %s: the control holds the runner %ld ms", mech, name,
+			 control_hold_ms);
 	for (int attempt = 1;; attempt++) {
 		control = phase(CONTROL, fifo, &held);
 		if (control > 2 * own || attempt == ATTEMPTS)
