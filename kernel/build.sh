@@ -23,7 +23,11 @@
 #   source        only the source tree (the tarball unpacked, the series
 #                 applied), shared by the others; its directory is the last
 #                 line (for kernel/checkpatch.sh and kernel/matrix.sh, which
-#                 must not write into it).
+#                 must not write into it).  One tree per tarball, at the
+#                 same path for every series: it holds the series of the
+#                 last run, until a run for another series changes it;
+#                 the line before says which ("series KEY"), and
+#                 kernel/lib.sh's source_tree() holds it.
 #   patches       only the directory of the series for the tarball (the
 #                 last line), or an error if there is none.
 #
@@ -128,7 +132,12 @@ for f in "${fragments[@]}"; do [ -f "$f" ] || die "$f not found"; done
 build_key=$( (echo "schema=$schema variant=$variant src=$src_key"; cat "${fragments[@]}"
 	[ "$variant" != patched ] || cat "$tool") | sha256sum | cut -c1-16)
 
-srcdir=$cache/src-$version-$tar_sha-$src_key
+# One source tree per tarball, at the same path whatever the series: when
+# a patch changes, the tree is brought to the new series file by file and
+# the compile commands of the kernels built out of tree from it stay the
+# same, so that ccache (tests/run-all.sh) recompiles only what the change
+# reaches.  $srcdir/.series names the series it holds (src_key).
+srcdir=$cache/src-$version-$tar_sha
 outdir=$cache/linux-$version-$variant-$build_key
 objdir=$outdir/obj
 
@@ -139,11 +148,19 @@ if [ "$variant" != source ] && [ -f "$outdir/.complete" ]; then
 fi
 
 # --- source tree (shared by the variants) -------------------------------------
+# Used under a shared lock, held until this script exits, and changed
+# under an exclusive one: a run for another series waits for this one,
+# and runs for the same series share the tree.  (kernel/lib.sh takes the
+# shared lock for the scripts that use the tree after "source".)
 exec 8>"$srcdir.lock"
-flock 8
-if [ ! -f "$srcdir/.complete" ]; then
+flock -s 8
+if [ "$(cat "$srcdir/.series" 2>/dev/null)" != "$src_key" ]; then
+	flock -u 8
+	flock -x 8
+fi
+if [ "$(cat "$srcdir/.series" 2>/dev/null)" != "$src_key" ]; then
 	say "unpacking $tarball and applying ${#patches[@]} patches into $srcdir"
-	rm -rf "$srcdir" "$srcdir.tmp"
+	rm -rf "$srcdir.tmp"
 	mkdir -p "$srcdir.tmp"
 	tar -xJf "$tarball" -C "$srcdir.tmp"
 	for p in ${patches[@]+"${patches[@]}"}; do
@@ -154,12 +171,24 @@ if [ ! -f "$srcdir/.complete" ]; then
 			say "warning: $(basename "$p") applies with an offset"
 		fi
 	done
-	mv "$srcdir.tmp/$top" "$srcdir"
-	rmdir "$srcdir.tmp"
-	touch "$srcdir/.complete"
+	if [ -d "$srcdir" ]; then
+		# Only the files whose content differs are replaced (written
+		# anew and renamed: a hard-linked copy keeps its own, though
+		# not its modes, which rsync changes in place); the others
+		# keep their inode and time.
+		rm -f "$srcdir/.series"
+		rsync -rlp --checksum --delete --exclude=/.series "$srcdir.tmp/$top/" "$srcdir/"
+	else
+		mv "$srcdir.tmp/$top" "$srcdir"
+	fi
+	rm -rf "$srcdir.tmp"
+	echo "$src_key" >"$srcdir/.series"
+	# The per-series trees of schema 2 (src-VERSION-TARBALL-SERIES).
+	rm -rf "$cache/src-$version-$tar_sha-"*
 fi
-flock -u 8
+flock -s 8
 if [ "$variant" = source ]; then
+	echo "series $src_key"
 	echo "$srcdir"
 	exit 0
 fi

@@ -21,11 +21,12 @@ trap 'rm -rf "$tmp"' EXIT
 
 dir=$("$here/build.sh" patches | tail -n 1)
 [ -f "$dir/series" ] || { echo "FAIL: kernel/build.sh has no series for this tarball"; exit 1; }
-cached=$("$here/build.sh" source | tail -n 1)
-[ -f "$cached/Makefile" ] || { echo "FAIL: kernel/build.sh source failed"; exit 1; }
-src=$tmp/linux
+# shellcheck source=lib.sh
+. "$here/lib.sh"
+source_tree && [ -f "$src/Makefile" ] || { echo "FAIL: kernel/build.sh source failed"; exit 1; }
+cached=$src src=$tmp/linux
 cp -al "$cached" "$src"
-rm -f "$src/.complete"
+rm -f "$src/.series"
 series=()
 while read -r p _; do
 	case $p in ''|'#'*) continue ;; esac

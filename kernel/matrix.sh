@@ -43,10 +43,11 @@ extra() {
 	esac
 }
 
-dir=$("$here/build.sh" patches | tail -n 1)
-src=$("$here/build.sh" source | tail -n 1)
-[ -f "$src/Makefile" ] || { echo "$me: kernel/build.sh source failed" >&2; exit 1; }
-key=$( (echo "$src"; cat "$dir/series" "$dir"/0*.patch "$here/config.fragment" \
+# shellcheck source=lib.sh
+. "$here/lib.sh"
+source_tree && [ -f "$src/Makefile" ] || { echo "$me: kernel/build.sh source failed" >&2; exit 1; }
+# The tree and its series (the hash of the series file and its patches).
+key=$( (echo "$src $src_key"; cat "$here/config.fragment" "$here/lib.sh" \
 	"$here/config-nomembarrier.fragment" "$0"
 	gcc --version | head -n 1
 	aarch64-linux-gnu-gcc --version 2>/dev/null | head -n 1 || true) | sha256sum | cut -c1-16)

@@ -35,12 +35,12 @@ t0=$(date +%s)
 # the suite's builds and of the kernel builds runs through its masquerade
 # directory, caching objects by content under the kernel cache.  A run
 # that changed a few files recompiles those in the twelve builds of the
-# suite, and the patched kernels (membarrier-build-kernel builds them in
-# tree, in a directory of its own) when only their tool changed.  The
-# other kernel variants and the matrix build out of tree, from a source
-# directory named by the patches' hash, which their compile commands
-# carry: a changed patch recompiles them whole.  NOHASHDIR and BASEDIR
-# let a clone at another path hit the same objects.
+# suite, and in the kernels what a changed patch reaches: the patched
+# kernels (membarrier-build-kernel builds them in tree, in a directory of
+# its own) and the other variants and the matrix, which build out of tree
+# from one source tree per tarball at a path that stays the same
+# (kernel/build.sh).  NOHASHDIR and BASEDIR let a clone at another path
+# hit the same objects.
 if [ -d /usr/lib/ccache ] && command -v ccache >/dev/null; then
 	PATH=/usr/lib/ccache:$PATH
 	CCACHE_DIR=${LIBMEMBARRIER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/libmembarrier}/ccache
@@ -252,7 +252,9 @@ as_root() {
 tally_tap() {
 	name=$1 rc=$2
 	grep -E '^(not ok|Bail out!|# failed: )' "_build/$name.log"
-	grep -E '^# test-suite.log: (not ok|FAIL|ERROR|# )' "_build/$name.log" | head -n 40
+	grep -E '^# test-suite.log: (not ok |ERROR: |# )' "_build/$name.log" |
+		grep -Ev '^# test-suite.log: # ([^ ]*/[^ ]*: |(TOTAL|PASS|SKIP|XFAIL|FAIL|XPASS|ERROR): )' |
+		head -n 40
 	set -- $(awk '/^ok /{p++} /^(not ok |Bail out!)/{f++} END{print p+0, f+0}' "_build/$name.log")
 	echo "# $name: $1 ok, $2 not ok (_build/$name.log)"
 	passed=$((passed + $1))
