@@ -89,7 +89,8 @@ ok $? "$suite: dpkg-checkbuilddeps: the build dependencies are in $suite" "$work
 # 13 build): what this stage asks is whether the suite's toolchain builds
 # and passes it; the default build runs them at full strength.
 # (tests/children keeps its 1000 children of each kind: with 100, its
-# clone-vm-eperm case saw no child run a shared call, and failed.)
+# clone-vm-eperm case once saw no child run a shared call, and failed,
+# before it went on making children until one has.)
 # DEBIAN_BUILD_TESTS=no: nocheck, then the test programs compiled (make
 # check TESTS=), so that their warnings still count, but not run.
 jobs=${DEBIAN_BUILD_JOBS:-$(nproc)}
