@@ -3,9 +3,10 @@
 # Sourced by kernel/checkpatch.sh and kernel/matrix.sh, which use the
 # source tree of kernel/build.sh after it exits.
 #
-# source_tree (with here, the kernel/ directory, set): sets src (the tree: the tarball unpacked, the series for
-# it applied) and src_key (the series it holds), and takes a shared lock
-# on it, on file descriptor 7, until the script exits.  kernel/build.sh
+# source_tree (with here, the kernel/ directory, set): sets src (the
+# tree: the tarball unpacked, the series for it applied) and src_key (the
+# series it holds), and takes a shared lock on it, on file descriptor 7,
+# until the script exits.  kernel/build.sh
 # keeps one tree per tarball and brings it to the series it is run for:
 # the lock makes a run for another series wait until the script is done
 # with the tree, and the key says it still holds this series.
