@@ -212,6 +212,17 @@ check() {
 	took "$name"
 }
 
+# secondary_tests NAME: the tests of the build NAME but the man pages'
+# lint (man/check-pages.sh) and the library's layering
+# (tests/layering.sh, which reads which source file calls which): what
+# they check is the same on every architecture and build, and the
+# default build (and the unstable stage, with its newer groff) runs them.
+secondary_tests() {
+	printf 'print-tests:\n\t@echo $(TESTS)\n' |
+		make -s -C "_build/$1" -f Makefile -f - print-tests |
+		tr ' ' '\n' | grep -vx -e man/check-pages.sh -e tests/layering.sh | tr '\n' ' '
+}
+
 # summary NAME: the failures and totals of _build/NAME, into the tally.
 summary() {
 	grep -E '^(# (TOTAL|PASS|SKIP|FAIL|ERROR):|FAIL:|ERROR:)' "_build/$1/test-suite.log" 2>/dev/null
@@ -336,20 +347,75 @@ times="$times$(printf '  %-14s %5ds' debian-13 \
 	"$(sed -n 's/^# debian-build.sh: \([0-9]*\)s$/\1/p' _build/debian-13.log)")
 "
 
-# The patched kernel's Debian packages (kernels stage), installed with the library packages of the debian stage into a
-# Debian 12 system that boots with systemd in QEMU and checks itself, once
-# with membarrier_expedited=off (tests/debian-guest.sh, TAP, as root).
-as_root debian-guest tests/debian-guest.sh DEBIAN_SUITE=bookworm LIBMEMBARRIER_DEBS="$top/_build/debs"
+# The two Debian guests side by side, and beside them the checks that
+# measure nothing (tests/debian-guest.sh, TAP, as root): the patched 6.1
+# kernel's Debian packages (kernels stage) with the library packages of
+# the debian stage in a Debian 12 system, the 6.12 kernel's with the
+# Debian 13 stage's in a Debian 13 system, each booting with systemd in
+# QEMU and checking itself, once with membarrier_expedited=off.  Their
+# checks are of packages, units and files, not of time: the litmus runs
+# in them expect no forbidden outcome however slow they run, and the
+# control runs in batches until one finds the reordering.  One after the
+# other they took 140 and 130 s; side by side
+# (with distcheck and the compile-only architectures' checks) XXX s.
+echo "== debian-guest, debian-13-guest, distcheck, the compiled architectures (side by side)"
+root env DEBIAN_SUITE=bookworm LIBMEMBARRIER_DEBS="$top/_build/debs" \
+	tests/debian-guest.sh >_build/debian-guest.log 2>&1 &
+guest12_pid=$!
+root env DEBIAN_SUITE=trixie LINUX_SOURCE_TARBALL="$linux_6_12" \
+	LIBMEMBARRIER_DEBS="$top/_build/debs-trixie" \
+	tests/debian-guest.sh >_build/debian-13-guest.log 2>&1 &
+guest13_pid=$!
+# distcheck checks the tarball: complete, builds out of tree from a
+# read-only source tree, installs and uninstalls, and the scripts that
+# need no test program find what they read there.  The test programs are
+# the default build's, run there in full; the unstable stage builds the
+# tarball out of tree (its source tree writable) and runs every test from
+# it: distcheck compiles none (check_PROGRAMS=).
+# The architectures only compiled run tests/symbols.sh, tests/header.sh
+# and tests/static.sh (which links there and runs only under riscv64's
+# qemu-user; riscv64 also runs tests/riscv-gate.sh).
+distcheck_tests="tests/header.sh tests/symbols.sh tests/static.sh tests/layering.sh
+	man/check-pages.sh man/check-examples.sh"
+{
+	( cd _build/default && make -s distcheck TESTS="$(echo $distcheck_tests)" check_PROGRAMS= \
+		>distcheck.log 2>&1 )
+	echo $? >_build/distcheck.rc
+	for a in $compiled; do
+		[ -f "_build/$a.built" ] && read -r rc _ <"_build/$a.built" && [ "$rc" = 0 ] || continue
+		# riscv64 also checks, under qemu-riscv64 with the kernel release
+		# it pretends, which releases' PRIVATE_EXPEDITED the library uses.
+		t="tests/symbols.sh tests/header.sh tests/static.sh"
+		[ "$a" != riscv64 ] || t="$t tests/riscv-gate.sh"
+		( cd "_build/$a" && make -s check TESTS="$t" check_PROGRAMS= ) >"_build/$a.out" 2>&1
+		echo $? >"_build/$a.rc"
+	done
+} &
+beside_pid=$!
+wait "$guest12_pid"
+tally_tap debian-guest $?
+wait "$guest13_pid"
+tally_tap debian-13-guest $?
+wait "$beside_pid"
+if [ "$(cat _build/distcheck.rc 2>/dev/null)" = 0 ]; then
+	passed=$((passed + 1)); echo "PASS: make distcheck"
+else
+	failed=$((failed + 1)); status=1; echo "FAIL: make distcheck"; tail -40 _build/default/distcheck.log
+fi
+for a in $compiled; do
+	echo "== $a"
+	built "$a" || continue
+	[ "$(cat "_build/$a.rc" 2>/dev/null)" = 0 ] || { status=1; tail -20 "_build/$a.out"; }
+	summary "$a"
+done
+took debian-guests
 
 # The same source package built, linted and tested where unstable builds
 # it, in a chroot of unstable with its toolchain and lintian, with its
 # build's make check (two jobs, as a 2-CPU buildd) and its autopkgtests
-# (tests/debian-build.sh).  Then the Debian 13 guest: the 6.12 kernel's
-# packages and the Debian 13 stage's.
+# (tests/debian-build.sh).
 as_root debian-sid tests/debian-build.sh DEBIAN_SUITE=unstable \
 	LIBMEMBARRIER_DEBS="$top/_build/debs"
-as_root debian-13-guest tests/debian-guest.sh DEBIAN_SUITE=trixie \
-	LINUX_SOURCE_TARBALL="$linux_6_12" LIBMEMBARRIER_DEBS="$top/_build/debs-trixie"
 
 # The listing race of tests/list-complete shows about once in 20,000
 # lists on the old code (measured on one machine): the default build
@@ -364,11 +430,13 @@ as_root debian-13-guest tests/debian-guest.sh DEBIAN_SUITE=trixie \
 # lists 5 * 10^5 until the Debian 13 and unstable stages did.)
 check default LIST_COMPLETE_ROUNDS=200000 LITMUS_CHURN_ROUNDS=200000
 # Sanitizers slow the litmus test down tenfold: fewer rounds there, and
-# with churn (about 700 us a round under ASan) fewer still.  (tests/children
-# keeps its 1000 children of each kind, 32 s here; with 100, its
-# clone-vm-eperm case once saw no child run a shared call and failed,
-# before it went on making children until one has.)
-check asan-ubsan LITMUS_ROUNDS=100000 LITMUS_CHURN_ROUNDS=20000
+# with churn (about 700 us a round under ASan) fewer still.  tests/children
+# makes 300 children of each kind, not 1000 (42 s of the stage): its
+# clone-vm-eperm case goes on making children until one has run a shared
+# call (with 100 it once saw none, before it did), and the default build
+# makes the 1000.
+CHECK_TESTS=$(secondary_tests asan-ubsan) \
+	check asan-ubsan LITMUS_ROUNDS=100000 LITMUS_CHURN_ROUNDS=20000 CHILDREN=300
 # Under TSan, not the tests of the signal mechanism (litmus, fallback,
 # fork): TSan delivers an asynchronous signal only when the target thread
 # enters a function it intercepts, so a thread spinning in user code (the
@@ -376,10 +444,10 @@ check asan-ubsan LITMUS_ROUNDS=100000 LITMUS_CHURN_ROUNDS=20000
 # churn the fallback and fork tests time out under it.  TSan's
 # instrumentation also hides the store-buffer reordering the litmus
 # control must find.  The default and ASan+UBSan builds run them in full.
-CHECK_TESTS="tests/commands tests/errors tests/errno-table tests/cache tests/race tests/header.sh tests/symbols.sh tests/static.sh tests/info.sh tests/layering.sh tests/bit10 tests/late-sandbox tests/sigsys-probe tests/sigsys-race tests/share tests/light-optin tests/sync-core tests/cancel tests/altstack tests/sandbox-signal.sh tests/list-complete tests/nspid-groups" \
+CHECK_TESTS="tests/commands tests/errors tests/errno-table tests/cache tests/race tests/header.sh tests/symbols.sh tests/static.sh tests/info.sh tests/bit10 tests/late-sandbox tests/sigsys-probe tests/sigsys-race tests/share tests/light-optin tests/sync-core tests/cancel tests/altstack tests/sandbox-signal.sh tests/list-complete tests/nspid-groups" \
 	check tsan TSAN_OPTIONS=halt_on_error=1
 if [ -n "$m32_runs" ]; then
-	check i386 LITMUS_ROUNDS=100000
+	CHECK_TESTS=$(secondary_tests i386) check i386 LITMUS_ROUNDS=100000
 else
 	# qemu-i386 7.2 aborts a program whose new thread starts while the
 	# signal mechanism's signals arrive ("Fatal glibc error: rseq
@@ -387,7 +455,7 @@ else
 	# the three tests that do that (fallback, signal-cases, litmus.sh)
 	# run natively and under qemu-user on four other architectures.
 	echo "# this kernel cannot execute 32-bit x86 programs: the i386 suite runs under qemu-i386, without tests/fallback, tests/signal-cases and tests/litmus.sh"
-	CHECK_TESTS="tests/commands tests/errors tests/cache tests/fork tests/race tests/errno-table tests/pidns tests/header.sh tests/symbols.sh tests/static.sh tests/light-optin tests/info.sh tests/layering.sh tests/list-complete tests/nspid-groups man/check-pages.sh man/check-examples.sh" \
+	CHECK_TESTS="tests/commands tests/errors tests/cache tests/fork tests/race tests/errno-table tests/pidns tests/header.sh tests/symbols.sh tests/static.sh tests/light-optin tests/info.sh tests/list-complete tests/nspid-groups man/check-examples.sh" \
 		check i386
 fi
 
@@ -399,50 +467,22 @@ fi
 # rounds (2 * 10^4, 5000 with churn: under qemu-user on an x86 host the
 # guest's memory is ordered like the host's, so the rounds prove the
 # code paths of each architecture, which no number of them makes
-# stronger).  The architectures only
-# compiled run tests/symbols.sh, tests/header.sh and tests/static.sh
-# (which links there and runs only under riscv64's qemu-user; riscv64
-# also runs tests/riscv-gate.sh).
+# stronger: 5000 rounds, 2000 with churn, where 2 * 10^4 and 5000 took
+# 7 to 15 s of each architecture's 50 to 70).  Every test but those that
+# read only text, the same on every architecture (secondary_tests).
 echo "== cross"
 for a in $emulated; do
 	echo "== $a under qemu-user"
 	built "$a" || continue
 	t=$(date +%s)
-	( cd "_build/$a" && LITMUS_ROUNDS=20000 LITMUS_CHURN_ROUNDS=5000 make -s check ) \
+	( cd "_build/$a" && LITMUS_ROUNDS=5000 LITMUS_CHURN_ROUNDS=2000 \
+		make -s check TESTS="$(secondary_tests "$a")" ) \
 		>"_build/$a.out" 2>&1 || { status=1; tail -20 "_build/$a.out"; }
 	summary "$a"
 	times="$times$(printf '  %-14s %5ds' "$a" $(($(date +%s) - t)))
 "
 done
-for a in $compiled; do
-	echo "== $a"
-	built "$a" || continue
-	# riscv64 also checks, under qemu-riscv64 with the kernel release
-	# it pretends, which releases' PRIVATE_EXPEDITED the library uses.
-	t="tests/symbols.sh tests/header.sh tests/static.sh"
-	[ "$a" != riscv64 ] || t="$t tests/riscv-gate.sh"
-	( cd "_build/$a" && make -s check TESTS="$t" check_PROGRAMS= ) \
-		>"_build/$a.out" 2>&1 || { status=1; tail -20 "_build/$a.out"; }
-	summary "$a"
-done
 took cross
-
-echo "== distcheck"
-# distcheck checks the tarball: complete, builds out of tree from a
-# read-only source tree, installs and uninstalls, and the scripts that
-# need no test program find what they read there.  The test programs are
-# the default build's, run there in full; the unstable stage builds the
-# tarball out of tree (its source tree writable) and runs every test from
-# it: distcheck compiles none (check_PROGRAMS=).
-distcheck_tests="tests/header.sh tests/symbols.sh tests/static.sh tests/layering.sh
-	man/check-pages.sh man/check-examples.sh"
-if ( cd _build/default && make -s distcheck TESTS="$(echo $distcheck_tests)" check_PROGRAMS= \
-	>distcheck.log 2>&1 ); then
-	passed=$((passed + 1)); echo "PASS: make distcheck"
-else
-	failed=$((failed + 1)); status=1; echo "FAIL: make distcheck"; tail -40 _build/default/distcheck.log
-fi
-took distcheck
 
 echo "== time per stage"
 printf '%s' "$times"
