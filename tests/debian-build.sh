@@ -24,7 +24,8 @@
 # Environment: DEBIAN_SUITE (trixie or unstable; required);
 # DEBIAN_BUILD_JOBS (the build's jobs, DEB_BUILD_OPTIONS=parallel; default
 # the number of CPUs); DEBIAN_BUILD_TESTS=no (the test programs compiled,
-# not run: nocheck);
+# not run: nocheck); DEBIAN_BUILD_CHECKED, a file made once the build and
+# its tests have ended (the rest of the stage may then share the CPUs);
 # LIBMEMBARRIER_DEBS, the directory with the source package
 # (libmembarrier_VERSION.dsc and its tarballs; built here if unset);
 # LIBMEMBARRIER_DEBS_OUT, where to leave the source and binary packages
@@ -116,6 +117,10 @@ grep -E '^SKIP: ' "$work/build.log" | sort -u | sed 's/^/# skipped: /'
 grep -E '^(FAIL|ERROR|XPASS): ' "$work/build.log" | sort -u | sed 's/^/# failed: /'
 [ $built = 0 ] || sed 's/^/# test-suite.log: /' "$root$src/debian/build/test-suite.log" 2>/dev/null |
 	head -n 300
+# The build and its tests have ended: what follows measures nothing, and
+# DEBIAN_BUILD_CHECKED (a file this makes) tells tests/run-all.sh that
+# other stages may run beside it now.
+[ -z "${DEBIAN_BUILD_CHECKED:-}" ] || : >"$DEBIAN_BUILD_CHECKED"
 # Every "NAME: warning: " or "NAME: error: " of the build: gcc's (with
 # or without a column, <command-line>, cc1), the assembler's, the
 # linker's (a.o:(.text+0x10): warning:, ld: warning:), libtool's, dpkg's
