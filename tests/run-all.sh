@@ -379,8 +379,8 @@ took "debian-sid build"
 # in them expect no forbidden outcome however slow they run, and the
 # control runs in batches until one finds the reordering.  One after the
 # other they took 140 and 130 s, and the others beside them about 125 s
-# more (394 s); side by side 340 s: TCG keeps a CPU busy for each, so
-# little more than what waits on the disk is gained.
+# more (394 s); side by side 340 and 396 s: TCG keeps a CPU busy for
+# each, so little more than what waits on the disk is gained.
 echo "== debian-guest, debian-13-guest, distcheck, the compiled architectures (side by side)"
 root env DEBIAN_SUITE=bookworm LIBMEMBARRIER_DEBS="$top/_build/debs" \
 	tests/debian-guest.sh >_build/debian-guest.log 2>&1 &
