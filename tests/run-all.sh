@@ -192,10 +192,16 @@ lane1=$!
 { for b in tsan i386 ppc64el armhf mipsel riscv64; do build $b; done; } &
 lane2=$!
 
+# build_ok NAME: whether the build of NAME succeeded (silent: for the
+# stages run in the background, which count nothing).
+build_ok() {
+	read -r rc _ 2>/dev/null <"_build/$1.built" && [ "$rc" = 0 ]
+}
+
 # built NAME: whether the build of NAME succeeded; if not, it says so
 # and counts a failure.
 built() {
-	read -r rc _ 2>/dev/null <"_build/$1.built" && [ "$rc" = 0 ] && return 0
+	build_ok "$1" && return 0
 	echo "FAIL: the $1 build (_build/$1.build.log):"
 	tail -20 "_build/$1.build.log"
 	failed=$((failed + 1)); status=1
@@ -405,7 +411,7 @@ distcheck_tests="tests/header.sh tests/symbols.sh tests/static.sh tests/layering
 		>distcheck.log 2>&1 )
 	echo $? >_build/distcheck.rc
 	for a in $compiled; do
-		[ -f "_build/$a.built" ] && read -r rc _ <"_build/$a.built" && [ "$rc" = 0 ] || continue
+		build_ok "$a" || continue
 		# riscv64 also checks, under qemu-riscv64 with the kernel release
 		# it pretends, which releases' PRIVATE_EXPEDITED the library uses.
 		t="tests/symbols.sh tests/header.sh tests/static.sh"
