@@ -53,12 +53,24 @@ if [ -d /usr/lib/ccache ] && command -v ccache >/dev/null; then
 	echo "run-all: compilers through ccache ($CCACHE_DIR)"
 fi
 stamp=$t0
-# took NAME: add the time since the last stamp to the table.
+# cpu_ticks: the host's busy and total CPU time so far (/proc/stat, in
+# ticks): the table says how busy both CPUs were in each stage, which
+# tells a stage that waits from one that computes.
+cpu_ticks() {
+	awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9; exit }' \
+		/proc/stat 2>/dev/null || echo 0 0
+}
+ticks=$(cpu_ticks)
+# took NAME: add the time since the last stamp to the table, with the
+# share of the CPUs that was busy meanwhile.
 took() {
 	now=$(date +%s)
-	times="$times$(printf '%-16s %5ds' "$1" $((now - stamp)))
+	new_ticks=$(cpu_ticks)
+	busy=$(echo "$ticks $new_ticks" |
+		awk '{ t = $4 - $2; printf "%3d%% CPU", t > 0 ? 100 * ($3 - $1) / t : 0 }')
+	times="$times$(printf '%-16s %5ds %s' "$1" $((now - stamp)) "$busy")
 "
-	stamp=$now
+	stamp=$now ticks=$new_ticks
 }
 
 autoreconf -fi >/dev/null || { echo "autoreconf failed"; echo "0 passed, 1 failed"; exit 1; }
