@@ -44,12 +44,17 @@ t0=$(date +%s)
 # its own) and the other variants and the matrix, which build out of tree
 # from one source tree per tarball at a path that stays the same
 # (kernel/build.sh).  NOHASHDIR and BASEDIR let a clone at another path
-# hit the same objects.
+# hit the same objects.  Depend mode (CCACHE_DEPEND): a miss is compiled
+# without a run of the preprocessor first, which made a kernel built from
+# nothing take 30 % longer than without ccache (695 s against 536 s; 530 s
+# in depend mode).  kernel/build.sh keeps the default mode for the
+# rebuild of a kernel it has built before, where the preprocessed source
+# finds the objects a changed option does not reach.
 if [ -d /usr/lib/ccache ] && command -v ccache >/dev/null; then
 	PATH=/usr/lib/ccache:$PATH
 	CCACHE_DIR=${LIBMEMBARRIER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/libmembarrier}/ccache
-	CCACHE_BASEDIR=$top CCACHE_NOHASHDIR=1 CCACHE_MAXSIZE=4G
-	export PATH CCACHE_DIR CCACHE_BASEDIR CCACHE_NOHASHDIR CCACHE_MAXSIZE
+	CCACHE_BASEDIR=$top CCACHE_NOHASHDIR=1 CCACHE_MAXSIZE=4G CCACHE_DEPEND=1
+	export PATH CCACHE_DIR CCACHE_BASEDIR CCACHE_NOHASHDIR CCACHE_MAXSIZE CCACHE_DEPEND
 	echo "run-all: compilers through ccache ($CCACHE_DIR)"
 fi
 stamp=$t0
