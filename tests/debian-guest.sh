@@ -10,7 +10,8 @@
 # the packages, membarrier-info, the sysctls and their permissions, the
 # package's autopkgtests, a store-buffering litmus test built with
 # pkg-config, and man 2 membarrier.  A second boot adds
-# membarrier_expedited=off to the kernel command line.
+# membarrier_expedited=off to the kernel command line (DEBIAN_GUEST_BOOTS
+# says which boots: "on off", the default, "on" or "off").
 #
 # Speaks TAP.  Needs root (debootstrap, chroot, mount), debootstrap,
 # mke2fs and debugfs (e2fsprogs), qemu-system-x86_64, the kernel build
@@ -32,7 +33,7 @@
 # suite); LINUX_SOURCE_TARBALL (default /usr/src/linux-source-6.1.tar.xz;
 # Debian 13's kernel: /usr/src/linux-source-6.12.tar.xz); DEBIAN_SUITE
 # (bookworm, the default, or trixie); DEBIAN_GUEST_TIMEOUT (seconds per
-# boot, default 900).
+# boot, default 900); DEBIAN_GUEST_BOOTS (default "on off").
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -69,6 +70,14 @@ kversion=$(basename "$tarball" .tar.xz)
 kversion=${kversion#linux-source-}
 [ -f "$tarball" ] || skip_all "$tarball not found (apt-get install linux-source-$kversion)"
 boot_timeout=${DEBIAN_GUEST_TIMEOUT:-900}
+boots=$(echo ${DEBIAN_GUEST_BOOTS-on off})
+[ -n "$boots" ] || bail "DEBIAN_GUEST_BOOTS is empty (the boots: on, off)"
+for b in $boots; do
+	case $b in
+	on|off) ;;
+	*) bail "DEBIAN_GUEST_BOOTS=$boots: the boots are on and off" ;;
+	esac
+done
 tool=$top/kernel/membarrier-build-kernel
 
 # --- the tool refuses what it cannot use, and writes nothing then -------------
@@ -220,6 +229,10 @@ boot() {
 	ok $? "guest ($mode): its report is complete (${n} checks, plan ${plan:-missing})" \
 		"$work/console-$mode.log"
 }
-boot on
-boot off membarrier_expedited=off
+for b in $boots; do
+	case $b in
+	on) boot on ;;
+	off) boot off membarrier_expedited=off ;;
+	esac
+done
 done_tap
