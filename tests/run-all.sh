@@ -465,14 +465,16 @@ took "side by side"
 # lists on the old code (measured on one machine): the default build
 # makes 2 * 10^5 of them (about 10 expected on the old code, which then
 # passes with a chance of e^-10, e^-3.3 if the race were three times
-# rarer; 13 s), the others list for the test's default 3 s.  The signal mechanism's litmus run with thread churn takes
-# 150 to 200 us a round (every short-lived thread alive is signalled):
-# 2 * 10^5 rounds (40 s; its control, 10^6 rounds with churn, finds about
-# a fifth of them forbidden), where the native mechanism and the fence run
-# 10^6.  (Both were twice as many until 1.6.0's tests pushed the cached
-# run past 25 minutes on a 2-core machine that builds a kernel in 9.5; the
-# lists 5 * 10^5 until the Debian 13 and unstable stages did.)
-check default LIST_COMPLETE_ROUNDS=200000 LITMUS_CHURN_ROUNDS=200000
+# rarer; 13 s), the others list for the test's default 3 s.  The signal
+# mechanism's litmus run with thread churn takes 150 to 200 us a round
+# (every short-lived thread alive is signalled): 10^5 rounds (about 20 s;
+# its control, 10^6 rounds with churn, finds about a fifth of them
+# forbidden, so a mechanism that missed one thread in a hundred would
+# show hundreds), where the native mechanism and the fence run 10^6.
+# (The churn run was 10^6 rounds until 1.6.0's tests pushed the cached
+# run past 25 minutes on a 2-core machine; 2 * 10^5 until the Debian 13
+# and unstable stages did; the lists 5 * 10^5 until then too.)
+check default LIST_COMPLETE_ROUNDS=200000 LITMUS_CHURN_ROUNDS=100000
 # Sanitizers slow the litmus test down tenfold: fewer rounds there, and
 # with churn (about 700 us a round under ASan) fewer still.  tests/children
 # makes 300 children of each kind, not 1000 (42 s of the stage): its
