@@ -70,14 +70,11 @@ kversion=$(basename "$tarball" .tar.xz)
 kversion=${kversion#linux-source-}
 [ -f "$tarball" ] || skip_all "$tarball not found (apt-get install linux-source-$kversion)"
 boot_timeout=${DEBIAN_GUEST_TIMEOUT:-900}
-boots=$(echo ${DEBIAN_GUEST_BOOTS-on off})
-[ -n "$boots" ] || bail "DEBIAN_GUEST_BOOTS is empty (the boots: on, off)"
-for b in $boots; do
-	case $b in
-	on|off) ;;
-	*) bail "DEBIAN_GUEST_BOOTS=$boots: the boots are on and off" ;;
-	esac
-done
+boots=${DEBIAN_GUEST_BOOTS-on off}
+case $boots in
+'on off'|on|off) ;;
+*) bail "DEBIAN_GUEST_BOOTS='$boots': give 'on off', 'on' or 'off'" ;;
+esac
 tool=$top/kernel/membarrier-build-kernel
 
 # --- the tool refuses what it cannot use, and writes nothing then -------------
