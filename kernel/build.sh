@@ -209,7 +209,12 @@ fi
 # where the default mode still finds the objects whose preprocessed
 # source is the same.  So depend mode only for the first build of a
 # variant in this cache (a new machine's); a rebuild for a changed series
-# or configuration keeps the default mode.
+# or configuration keeps the default mode.  Depend mode takes the headers
+# from the compiler's -MMD list, which leaves out the system's: a host
+# program of Kbuild (fixdep, kconfig, objtool) compiled once is found
+# again after an upgrade of /usr/include.  So are the kernels themselves:
+# the cache keys them by tarball, series and configuration, not by the
+# host's compiler or headers.
 if [ -n "${CCACHE_DEPEND:-}" ] &&
 	compgen -G "$cache/linux-$version-$variant-*/.complete" >/dev/null; then
 	unset CCACHE_DEPEND
