@@ -48,6 +48,31 @@ median() {
 		}' "$d/$1" 2>/dev/null
 }
 
+# abuse_row LABEL FIELD TEXT: a row of section 3c, median [min - max] over
+# the rounds of abuse.txt.
+abuse_row() {
+	local v
+	v=$(awk -v label="$1" -v field="$2" '
+		/^RESULT / {
+			delete kv
+			for (i = 2; i <= NF; i++) {
+				p = index($i, "=")
+				kv[substr($i, 1, p - 1)] = substr($i, p + 1)
+			}
+			if (kv["label"] == label && (field in kv))
+				v[n++] = kv[field] + 0
+		}
+		END {
+			if (!n) { print "-"; exit }
+			for (i = 0; i < n; i++)
+				for (j = i + 1; j < n; j++)
+					if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
+			m = (n % 2) ? v[int(n / 2)] : (v[n / 2 - 1] + v[n / 2]) / 2
+			printf "%g [%g - %g]\n", m, v[0], v[n - 1]
+		}' "$d/abuse.txt" 2>/dev/null)
+	printf '| %s | %s |\n' "$3" "${v:--}"
+}
+
 # fmt VALUE: a latency in microseconds, 3 significant digits, or "-".
 fmt() {
 	awk -v x="$1" 'BEGIN {
@@ -624,6 +649,31 @@ raises its median and p99 above the unloaded ones whatever the kernel
 does: the busy-loop row, with no membarrier() call besides the honest
 caller's, shows as much.  Against that row, the worst attack's p99
 ratio is ${fair_worst_p99_spin:--}.
+
+## 3c. The attacks on series v3's controls
+
+tests/guest/abuse.c's phases (what each does and checks: its comment),
+in a guest with 4 vCPUs, three rounds: median [smallest - largest].  The
+review of series v3 (2026-12-07) found each of these; series v4 answers
+them.
+
+| phase | median [range] |
+|---|---|
+$(abuse_row slowround share "slow rounds (4 busy vCPUs), one attacker thread: share of time SHARED rounds held the IPI mutex (at most 0.55)")
+$(abuse_row slowround longest_ms "slow rounds: the longest round (ms)")
+$(abuse_row slowround private_worst_ms "slow rounds: an unrelated process's worst PRIVATE_EXPEDITED call (ms; at most 3 rounds)")
+$(abuse_row slowround private_pct_of_alone "slow rounds: its calls per second, % of its rate alone")
+$(abuse_row slowround control_share "control, max_rate 0: share of time the rounds held the mutex")
+$(abuse_row debt crowd_paced "debt: the honest caller's calls paced during a crowd of 64 uids (of about 100)")
+$(abuse_row debt after_crowd_paced "debt: its calls paced from 200 ms after the crowd left (want 0)")
+$(abuse_row debt after_rate_paced "debt: its calls paced from 200 ms after max_rate 1 -> 1000 (want 0)")
+$(abuse_row subuid users "setuid subuids: users of init_user_ns made by one unprivileged user")
+$(abuse_row subuid honest_p99_unloaded_us "setuid subuids: the honest caller's p99 unloaded (us)")
+$(abuse_row subuid honest_p99_us "setuid subuids: its p99 beside them (us)")
+$(abuse_row subuid longest_round_us "setuid subuids: the longest round of the phase (us)")
+$(abuse_row comeback staying_per_s "exit and come back: budgeted rounds/s of a uid that stays")
+$(abuse_row comeback back_per_s "exit and come back: of a uid whose processes all exit 100 times a second")
+$(abuse_row comeback new_uid_per_s "control: of a new uid each time (a fresh budget)")
 
 ## 4. The wrapper's cost
 

@@ -295,6 +295,9 @@ for p in latency dos fair; do
 		-I"$top_srcdir/bench" -o "$tmp/bench/$p" "$top_srcdir/bench/$p.c" \
 		"$top_srcdir"/libmembarrier/*.c || { echo "make bench: cannot build $p statically" >&2; exit 1; }
 done
+"$CC" -static -O2 -std=gnu11 -Wall -Wextra -Werror -pthread -isystem "$kdir/usr/include" \
+	-o "$tmp/bench/abuse" "$top_srcdir/tests/guest/abuse.c" ||
+	{ echo "make bench: cannot build tests/guest/abuse.c statically" >&2; exit 1; }
 
 # guest N TIMEOUT SCRIPT OUTFILE: boot with N vCPUs, run SCRIPT, keep the
 # RESULT lines (tagged with vcpus=N) and show them as they come.
@@ -405,6 +408,24 @@ EOF
 progress "guest, 2 vCPUs: an honest caller's latency under SHARED_EXPEDITED attackers"
 : >"$data/fair.txt"
 guest 2 900 "$tmp/guest-fair.sh" "$data/fair.txt"
+
+# ### 3c. The attacks on series v3's controls (guest, 4 vCPUs) ###############
+# tests/guest/abuse.c's phases, three rounds: slow rounds (4 busy vCPUs on
+# the host's 2 CPUs) against the IPI mutex, debt after a crowd of 64 uids
+# and after max_rate 1 -> 1000, 64 users made of an unprivileged user's
+# setuid subuids, a uid that exits and comes back 100 times a second;
+# each prints a RESULT line.
+cat >"$tmp/guest-abuse.sh" <<EOF
+for round in 1 2 3; do
+	/bench/abuse slowround $fair_secs
+	/bench/abuse debt
+	/bench/abuse subuid $fair_secs
+	/bench/abuse comeback $fair_secs
+done
+EOF
+progress "guest, 4 vCPUs: the attacks on series v3's controls"
+: >"$data/abuse.txt"
+guest 4 900 "$tmp/guest-abuse.sh" "$data/abuse.txt"
 
 echo "load_end=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$data/machine.txt"
 echo "elapsed_s=$(($(date +%s) - start))" >>"$data/machine.txt"
