@@ -27,8 +27,9 @@ get() {
 		END { print v }' "$d/$1" 2>/dev/null
 }
 
-# median FILE LABEL FIELD: the median over the rounds of a label.
-median() {
+# spread FILE LABEL FIELD: "median smallest largest" over the rounds of a
+# label, or nothing.
+spread() {
 	awk -v label="$2" -v field="$3" '
 		/^RESULT / {
 			delete kv
@@ -44,32 +45,20 @@ median() {
 			for (i = 0; i < n; i++)
 				for (j = i + 1; j < n; j++)
 					if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
-			print (n % 2) ? v[int(n / 2)] : (v[n / 2 - 1] + v[n / 2]) / 2
+			print ((n % 2) ? v[int(n / 2)] : (v[n / 2 - 1] + v[n / 2]) / 2), v[0], v[n - 1]
 		}' "$d/$1" 2>/dev/null
 }
 
-# abuse_row LABEL FIELD TEXT: a row of section 3c, median [min - max] over
-# the rounds of abuse.txt.
+# median FILE LABEL FIELD: the median over the rounds of a label.
+median() {
+	spread "$@" | cut -d' ' -f1
+}
+
+# abuse_row LABEL FIELD TEXT: a row of section 3c, median [smallest -
+# largest] over the rounds of abuse.txt.
 abuse_row() {
 	local v
-	v=$(awk -v label="$1" -v field="$2" '
-		/^RESULT / {
-			delete kv
-			for (i = 2; i <= NF; i++) {
-				p = index($i, "=")
-				kv[substr($i, 1, p - 1)] = substr($i, p + 1)
-			}
-			if (kv["label"] == label && (field in kv))
-				v[n++] = kv[field] + 0
-		}
-		END {
-			if (!n) { print "-"; exit }
-			for (i = 0; i < n; i++)
-				for (j = i + 1; j < n; j++)
-					if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
-			m = (n % 2) ? v[int(n / 2)] : (v[n / 2 - 1] + v[n / 2]) / 2
-			printf "%g [%g - %g]\n", m, v[0], v[n - 1]
-		}' "$d/abuse.txt" 2>/dev/null)
+	v=$(spread abuse.txt "$1" "$2" | awk 'NF == 3 { printf "%s [%s - %s]", $1, $2, $3 }')
 	printf '| %s | %s |\n' "$3" "${v:--}"
 }
 

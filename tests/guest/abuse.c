@@ -68,7 +68,6 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,26 +79,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../tap.h"
 #include "sysctl.h"
 
 #define TRACEFS "/sys/kernel/tracing"
 #define EVENT TRACEFS "/events/membarrier/membarrier_shared_expedited"
-
-static int ntest, nfail;
-
-static void ok(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void ok(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s %d - ", cond ? "ok" : "not ok", ++ntest);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	if (!cond)
-		nfail++;
-}
 
 static long mb(int cmd)
 {
@@ -366,42 +350,42 @@ static int cmd_slowround(double secs)
 		printf("1..0 # SKIP needs 4 CPUs, %s and the trace event\n", SYSCTL_MAX_RATE);
 		return 77;
 	}
-	printf("1..6\n");
+	tap_plan(6);
 	s1 = spinner(1004, 1);
 	s2 = spinner(1004, 2);
 	write_long(SYSCTL_MAX_RATE, 1000);
 	slow_phase("alone", secs, 0, p, &share, &longest, &n, &exact);
 	alone_rate = p->calls / secs;
-	ok(!p->failed && p->calls > 0, "alone: PRIVATE_EXPEDITED made %ld calls", p->calls);
+	tap_ok(!p->failed && p->calls > 0, "alone: PRIVATE_EXPEDITED made %ld calls", p->calls);
 
 	slow_phase("max_rate 1000", secs, 1, p, &share, &longest, &n, &exact);
 	result = share;
 	result_longest = longest;
 	result_worst = p->worst;
 	result_pct = alone_rate > 0 ? 100.0 * p->calls / secs / alone_rate : 0;
-	ok(n > 0 && exact && share <= 0.55,
+	tap_ok(n > 0 && exact && share <= 0.55,
 	   "max_rate 1000: SHARED rounds held membarrier_ipi_mutex %.3f of the time (at most 0.55; %d rounds, longest %.1f ms)",
 	   share, n, longest * 1e3);
-	ok(!p->failed && p->calls > 0 && p->worst <= 3 * longest,
+	tap_ok(!p->failed && p->calls > 0 && p->worst <= 3 * longest,
 	   "max_rate 1000: every PRIVATE_EXPEDITED call within 3 rounds' time: worst %.1f ms, longest round %.1f ms",
 	   p->worst * 1e3, longest * 1e3);
 	printf("# PRIVATE_EXPEDITED beside the attacker: %.0f %% of its rate alone\n",
 	       alone_rate > 0 ? 100.0 * p->calls / secs / alone_rate : 0);
-	ok(longest >= 0.002,
+	tap_ok(longest >= 0.002,
 	   "max_rate 1000: the rounds were slow (longest %.1f ms >= 2 ms), as the check needs",
 	   longest * 1e3);
 
 	write_long(SYSCTL_MAX_RATE, 0);
 	slow_phase("control, max_rate 0", secs, 1, p, &share, &longest, &n, &exact);
-	ok(n > 0 && share > 0.55,
+	tap_ok(n > 0 && share > 0.55,
 	   "control, max_rate 0 (unlimited): the rounds held the mutex %.3f of the time (more than 0.55)",
 	   share);
 	printf("RESULT label=slowround share=%.3f longest_ms=%.2f private_worst_ms=%.2f private_pct_of_alone=%.0f control_share=%.3f\n",
 	       result, result_longest * 1e3, result_worst * 1e3, result_pct, share);
-	ok(write_long(SYSCTL_MAX_RATE, saved) == 0, "restore max_rate to %ld", saved);
+	tap_ok(write_long(SYSCTL_MAX_RATE, saved) == 0, "restore max_rate to %ld", saved);
 	stop(s1);
 	stop(s2);
-	return nfail ? 1 : 0;
+	return tap_failed ? 1 : 0;
 }
 
 /* --- debt --------------------------------------------------------------- */
@@ -452,7 +436,7 @@ static int cmd_debt(void)
 		printf("1..0 # SKIP needs %s and the trace event\n", SYSCTL_MAX_RATE);
 		return 77;
 	}
-	printf("1..5\n");
+	tap_plan(5);
 	write_long(SYSCTL_MAX_RATE, 1000);
 	trace_start();
 	h = honest(2.2);
@@ -477,11 +461,11 @@ static int cmd_debt(void)
 	trace_stop();
 	honest_calls(t_stop - 1.0, t_stop, &n, &paced);
 	printf("# crowd of 64 uids: the honest caller's %d calls during it, %d paced\n", n, paced);
-	ok(paced > 0, "crowd of 64 uids: %d of the honest caller's %d calls were paced (the crowd took its share)",
+	tap_ok(paced > 0, "crowd of 64 uids: %d of the honest caller's %d calls were paced (the crowd took its share)",
 	   paced, n);
 	crowd_paced = paced;
 	honest_calls(t_stop + 0.2, t_end, &n, &paced);
-	ok(WIFEXITED(status) && !WEXITSTATUS(status) && n > 20 && !paced,
+	tap_ok(WIFEXITED(status) && !WEXITSTATUS(status) && n > 20 && !paced,
 	   "from 200 ms after the crowd left: %d of the honest caller's %d calls paced (want 0)",
 	   paced, n);
 	after_paced = paced;
@@ -499,15 +483,15 @@ static int cmd_debt(void)
 	t_end = now_s();
 	trace_stop();
 	honest_calls(t_stop - 1.0, t_stop, &n, &paced);
-	ok(paced > 0, "max_rate 1: %d of the honest caller's %d calls were paced", paced, n);
+	tap_ok(paced > 0, "max_rate 1: %d of the honest caller's %d calls were paced", paced, n);
 	honest_calls(t_stop + 0.2, t_end, &n, &paced);
-	ok(WIFEXITED(status) && !WEXITSTATUS(status) && n > 20 && !paced,
+	tap_ok(WIFEXITED(status) && !WEXITSTATUS(status) && n > 20 && !paced,
 	   "from 200 ms after max_rate went 1 -> 1000: %d of the honest caller's %d calls paced (want 0)",
 	   paced, n);
 	printf("RESULT label=debt crowd_paced=%d after_crowd_paced=%d after_crowd_calls=%d after_rate_paced=%d after_rate_calls=%d\n",
 	       crowd_paced, after_paced, after_n, paced, n);
-	ok(write_long(SYSCTL_MAX_RATE, saved) == 0, "restore max_rate to %ld", saved);
-	return nfail ? 1 : 0;
+	tap_ok(write_long(SYSCTL_MAX_RATE, saved) == 0, "restore max_rate to %ld", saved);
+	return tap_failed ? 1 : 0;
 }
 
 /* --- subuid ------------------------------------------------------------- */
@@ -639,9 +623,9 @@ static int cmd_subuid(const char *self, double secs)
 		printf("1..0 # SKIP needs %s and the trace event\n", SYSCTL_MAX_RATE);
 		return 77;
 	}
-	printf("1..4\n");
+	tap_plan(4);
 	write_long(SYSCTL_MAX_RATE, 1000);
-	ok(!make_setuid_copies(self),
+	tap_ok(!make_setuid_copies(self),
 	   "uid 1003 made %d copies setuid to the uids of its namespace", SUBUIDS);
 	p99_0 = honest_p99(secs);
 	trace_start();
@@ -676,13 +660,13 @@ static int cmd_subuid(const char *self, double secs)
 	       p99_0 * 1e6, p99_1 * 1e6, users, longest * 1e6);
 	printf("RESULT label=subuid users=%d honest_p99_unloaded_us=%.0f honest_p99_us=%.0f longest_round_us=%.0f grace_periods=%d\n",
 	       users, p99_0 * 1e6, p99_1 * 1e6, longest * 1e6, gp);
-	ok(users == SUBUIDS, "%d of the %d setuid copies called as users of their own (uids 100000-100063 in the trace)",
+	tap_ok(users == SUBUIDS, "%d of the %d setuid copies called as users of their own (uids 100000-100063 in the trace)",
 	   users, SUBUIDS);
-	ok(p99_0 > 0 && p99_1 > 0 && !gp && p99_1 <= p99_0 + 2.0 / 1000 + longest,
+	tap_ok(p99_0 > 0 && p99_1 > 0 && !gp && p99_1 <= p99_0 + 2.0 / 1000 + longest,
 	   "the honest caller's p99 %.0f us <= unloaded %.0f + 2000 + longest round %.0f us; %d grace periods",
 	   p99_1 * 1e6, p99_0 * 1e6, longest * 1e6, gp);
-	ok(write_long(SYSCTL_MAX_RATE, saved) == 0, "restore max_rate to %ld", saved);
-	return nfail ? 1 : 0;
+	tap_ok(write_long(SYSCTL_MAX_RATE, saved) == 0, "restore max_rate to %ld", saved);
+	return tap_failed ? 1 : 0;
 }
 
 /* --- comeback ----------------------------------------------------------- */
@@ -792,7 +776,7 @@ static int cmd_comeback(double secs)
 		printf("1..0 # SKIP needs %s and the trace event\n", SYSCTL_MAX_RATE);
 		return 77;
 	}
-	printf("1..4\n");
+	tap_plan(4);
 	write_long(SYSCTL_MAX_RATE, 1000);
 
 	bg = background();
@@ -825,15 +809,15 @@ static int cmd_comeback(double secs)
 	       stay, back, procs, procs / (t1 - t0));
 	printf("RESULT label=comeback staying_per_s=%.0f back_per_s=%.0f new_uid_per_s=%.0f\n", stay,
 	       back, fresh);
-	ok(stay > 0, "uid 3000, one process calling 7 ms of every 10: %.0f budgeted rounds/s", stay);
-	ok(back <= 1.2 * stay + 10,
+	tap_ok(stay > 0, "uid 3000, one process calling 7 ms of every 10: %.0f budgeted rounds/s", stay);
+	tap_ok(back <= 1.2 * stay + 10,
 	   "uid 3001, a new process for each 7 ms of every 10 (%.0f/s): %.0f budgeted rounds/s (at most 1.2 x %.0f + 10)",
 	   procs / (t1 - t0), back, stay);
-	ok(fresh > 1.2 * stay + 10,
+	tap_ok(fresh > 1.2 * stay + 10,
 	   "control, a new uid for each 7 ms of every 10: %.0f budgeted rounds/s (more than 1.2 x %.0f + 10)",
 	   fresh, stay);
-	ok(write_long(SYSCTL_MAX_RATE, saved) == 0, "restore max_rate to %ld", saved);
-	return nfail ? 1 : 0;
+	tap_ok(write_long(SYSCTL_MAX_RATE, saved) == 0, "restore max_rate to %ld", saved);
+	return tap_failed ? 1 : 0;
 }
 
 int main(int argc, char **argv)
