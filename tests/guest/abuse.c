@@ -79,6 +79,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../bench/bench.h"
 #include "../tap.h"
 #include "sysctl.h"
 
@@ -90,26 +91,9 @@ static long mb(int cmd)
 	return syscall(__NR_membarrier, cmd, 0, 0);
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void pin(int cpu)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	sched_setaffinity(0, sizeof(set), &set);
-}
-
 static void become(uid_t uid, int cpu)
 {
-	pin(cpu);
+	bench_pin(cpu);
 	if (setgid(uid) || setuid(uid)) {
 		perror("setuid");
 		_exit(1);
@@ -247,7 +231,7 @@ static void *probe_spin(void *arg)
 	volatile unsigned long n = 0;
 
 	(void)arg;
-	pin(1);
+	bench_pin(1);
 	for (;;)
 		n++;
 	return NULL;
@@ -265,14 +249,14 @@ static void probe(struct probe *p, double secs)
 	}
 	pthread_create(&th, NULL, probe_spin, NULL);
 	usleep(100000);
-	t0 = now_s();
+	t0 = bench_now();
 	do {
-		a = now_s();
+		a = bench_now();
 		if (mb(MEMBARRIER_CMD_PRIVATE_EXPEDITED)) {
 			p->failed = 1;
 			break;
 		}
-		b = now_s();
+		b = bench_now();
 		p->calls++;
 		if (b - a > p->worst)
 			p->worst = b - a;
@@ -303,12 +287,12 @@ static void slow_phase(const char *label, double secs, int attack, struct probe 
 					_exit(1);
 		}
 	}
-	t0 = now_s();
+	t0 = bench_now();
 	pp = fork_or_die();
 	if (!pp)
 		probe(p, secs);
 	waitpid(pp, NULL, 0);
-	t1 = now_s();
+	t1 = bench_now();
 	if (att)
 		stop(att);
 	trace_stop();
@@ -399,8 +383,8 @@ static pid_t honest(double secs)
 		double t0;
 
 		become(1000, 1);
-		t0 = now_s();
-		while (now_s() - t0 < secs) {
+		t0 = bench_now();
+		while (bench_now() - t0 < secs) {
 			if (mb(MEMBARRIER_CMD_SHARED_EXPEDITED))
 				_exit(1);
 			usleep(10000);
@@ -453,11 +437,11 @@ static int cmd_debt(void)
 	usleep(1000000);
 	for (i = 0; i < 64; i++)
 		kill(crowd[i], SIGKILL);
-	t_stop = now_s();
+	t_stop = bench_now();
 	for (i = 0; i < 64; i++)
 		waitpid(crowd[i], NULL, 0);
 	waitpid(h, &status, 0);
-	t_end = now_s();
+	t_end = bench_now();
 	trace_stop();
 	honest_calls(t_stop - 1.0, t_stop, &n, &paced);
 	printf("# crowd of 64 uids: the honest caller's %d calls during it, %d paced\n", n, paced);
@@ -478,9 +462,9 @@ static int cmd_debt(void)
 	h = honest(2.0);
 	usleep(1000000);
 	write_long(SYSCTL_MAX_RATE, 1000);
-	t_stop = now_s();
+	t_stop = bench_now();
 	waitpid(h, &status, 0);
-	t_end = now_s();
+	t_end = bench_now();
 	trace_stop();
 	honest_calls(t_stop - 1.0, t_stop, &n, &paced);
 	tap_ok(paced > 0, "max_rate 1: %d of the honest caller's %d calls were paced", paced, n);
@@ -507,16 +491,9 @@ static int cmd_attack(double secs)
 
 	if (e == getuid() || setresuid(e, e, e))
 		return 1;
-	pin(0);
+	bench_pin(0);
 	loop_for(secs);
 	return 0;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double d = *(const double *)a - *(const double *)b;
-
-	return d < 0 ? -1 : d > 0;
 }
 
 /* uid 1000 on CPU 1, every 10 ms for @secs: the p99 latency. */
@@ -534,12 +511,12 @@ static double honest_p99(double secs)
 
 		close(fds[0]);
 		become(1000, 1);
-		t0 = now_s();
-		while (now_s() - t0 < secs) {
-			a = now_s();
+		t0 = bench_now();
+		while (bench_now() - t0 < secs) {
+			a = bench_now();
 			if (mb(MEMBARRIER_CMD_SHARED_EXPEDITED))
 				_exit(1);
-			lat = now_s() - a;
+			lat = bench_now() - a;
 			if (write(fds[1], &lat, sizeof(lat)) != sizeof(lat))
 				_exit(1);
 			usleep(10000);
@@ -553,7 +530,7 @@ static double honest_p99(double secs)
 	waitpid(pid, NULL, 0);
 	if (n < 10)
 		return -1;
-	qsort(v, n, sizeof(v[0]), cmp_double);
+	qsort(v, n, sizeof(v[0]), bench_cmp_double);
 	return v[(int)(0.99 * (n - 1) + 0.5)];
 }
 
@@ -673,9 +650,9 @@ static int cmd_subuid(const char *self, double secs)
 
 static void loop_for(double secs)
 {
-	double t0 = now_s();
+	double t0 = bench_now();
 
-	while (now_s() - t0 < secs)
+	while (bench_now() - t0 < secs)
 		if (mb(MEMBARRIER_CMD_SHARED_EXPEDITED))
 			_exit(1);
 }
@@ -729,11 +706,11 @@ static double ran_per_s(unsigned int uid, unsigned int n, double a, double b)
  */
 static long cycles(uid_t uid, double secs, int exit_each)
 {
-	double t0 = now_s(), t;
+	double t0 = bench_now(), t;
 	long k, procs = 0;
 	pid_t pid = 0;
 
-	pin(0);
+	bench_pin(0);
 	if (!exit_each) {
 		pid = fork_or_die();
 		if (pid) {
@@ -743,7 +720,7 @@ static long cycles(uid_t uid, double secs, int exit_each)
 		become(uid, 0);
 	}
 	for (k = 0; (t = t0 + k * 0.01) < t0 + secs; k++) {
-		while (now_s() < t)
+		while (bench_now() < t)
 			usleep(200);
 		if (exit_each) {
 			pid = fork_or_die();
@@ -754,7 +731,7 @@ static long cycles(uid_t uid, double secs, int exit_each)
 			}
 			become(exit_each == 2 ? uid + k : uid, 0);
 		}
-		while (now_s() < t + 0.007)
+		while (bench_now() < t + 0.007)
 			if (mb(MEMBARRIER_CMD_SHARED_EXPEDITED))
 				_exit(1);
 		if (exit_each)
@@ -765,11 +742,31 @@ static long cycles(uid_t uid, double secs, int exit_each)
 	return procs;
 }
 
+/*
+ * One phase of cycles() for @uid, traced, after 300 ms of quiet: the
+ * budgeted rounds per second of uids [@uid, @uid + @n), and in *@procs_s
+ * the processes made per second.
+ */
+static double cycle_phase(uid_t uid, unsigned int n, double secs, int exit_each,
+			  double *procs_s)
+{
+	double t0, t1;
+	long procs;
+
+	usleep(300000);
+	trace_start();
+	t0 = bench_now();
+	procs = cycles(uid, secs, exit_each);
+	t1 = bench_now();
+	trace_stop();
+	*procs_s = procs / (t1 - t0);
+	return ran_per_s(uid, n, t0, t1);
+}
+
 static int cmd_comeback(double secs)
 {
 	long saved = read_long(SYSCTL_MAX_RATE);
-	double t0, t1, stay, back, fresh;
-	long procs;
+	double stay, back, fresh, procs_s, unused;
 	pid_t bg;
 
 	if (saved < 0 || trace_start()) {
@@ -780,42 +777,22 @@ static int cmd_comeback(double secs)
 	write_long(SYSCTL_MAX_RATE, 1000);
 
 	bg = background();
-	usleep(300000);
-	trace_start();
-	t0 = now_s();
-	cycles(3000, secs, 0);
-	t1 = now_s();
-	trace_stop();
-	stay = ran_per_s(3000, 1, t0, t1);
-
-	usleep(300000);
-	trace_start();
-	t0 = now_s();
-	procs = cycles(3001, secs, 1);
-	t1 = now_s();
-	trace_stop();
-	back = ran_per_s(3001, 1, t0, t1);
-
+	stay = cycle_phase(3000, 1, secs, 0, &unused);
+	back = cycle_phase(3001, 1, secs, 1, &procs_s);
 	/* The control: what a fresh budget each time would give. */
-	usleep(300000);
-	trace_start();
-	t0 = now_s();
-	cycles(4000, secs, 2);
-	t1 = now_s();
-	trace_stop();
+	fresh = cycle_phase(4000, 100000, secs, 2, &unused);
 	stop(bg);
-	fresh = ran_per_s(4000, 100000, t0, t1);
-	printf("# budgeted rounds per second: %.0f staying, %.0f coming back (%ld processes, %.0f/s)\n",
-	       stay, back, procs, procs / (t1 - t0));
+	printf("# budgeted rounds per second: %.0f staying, %.0f coming back (%.0f processes a second)\n",
+	       stay, back, procs_s);
 	printf("RESULT label=comeback staying_per_s=%.0f back_per_s=%.0f new_uid_per_s=%.0f\n", stay,
 	       back, fresh);
 	tap_ok(stay > 0, "uid 3000, one process calling 7 ms of every 10: %.0f budgeted rounds/s", stay);
 	tap_ok(back <= 1.2 * stay + 10,
-	   "uid 3001, a new process for each 7 ms of every 10 (%.0f/s): %.0f budgeted rounds/s (at most 1.2 x %.0f + 10)",
-	   procs / (t1 - t0), back, stay);
+	       "uid 3001, a new process for each 7 ms of every 10 (%.0f/s): %.0f budgeted rounds/s (at most 1.2 x %.0f + 10)",
+	       procs_s, back, stay);
 	tap_ok(fresh > 1.2 * stay + 10,
-	   "control, a new uid for each 7 ms of every 10: %.0f budgeted rounds/s (more than 1.2 x %.0f + 10)",
-	   fresh, stay);
+	       "control, a new uid for each 7 ms of every 10: %.0f budgeted rounds/s (more than 1.2 x %.0f + 10)",
+	       fresh, stay);
 	tap_ok(write_long(SYSCTL_MAX_RATE, saved) == 0, "restore max_rate to %ld", saved);
 	return tap_failed ? 1 : 0;
 }
