@@ -663,6 +663,11 @@ $(abuse_row subuid longest_round_us "setuid subuids: the longest round of the ph
 $(abuse_row comeback staying_per_s "exit and come back: budgeted rounds/s of a uid that stays")
 $(abuse_row comeback back_per_s "exit and come back: of a uid whose processes all exit 100 times a second")
 $(abuse_row comeback new_uid_per_s "control: of a new uid each time (a fresh budget)")
+$(abuse_row oncpu control_slow_pct "control, 20 uids looping getppid() on the honest caller's CPU: % of its calls over 10 ms")
+$(abuse_row oncpu attack_slow_pct "20 attacker uids on its CPU: % of its calls over 10 ms (at most the control's + 2)")
+$(abuse_row herd few_beside_us "herd: the honest caller's call beside its own round, 10 attacker threads (us)")
+$(abuse_row herd many_beside_us "herd: the same with 4000 attacker threads (us; at most 2 x with 10)")
+$(abuse_row herd many_waiting "herd: the fewest of the 4000 asleep in membarrier() at a sample")
 
 ## 4. The wrapper's cost
 

@@ -304,7 +304,7 @@ done
 guest() {
 	cp "$3" "$tmp/bench/guest.sh"
 	"$top_srcdir/tests/guest/run-guest.sh" --kernel "$kdir" --smp "$1" --timeout "$2" \
-		--add "$tmp/bench:/bench" -- sh /bench/guest.sh 2>"$tmp/console.log" |
+		--mem "${5:-256}" --add "$tmp/bench:/bench" -- sh /bench/guest.sh 2>"$tmp/console.log" |
 		sed -u "s/^RESULT /RESULT vcpus=$1 /" | tee "$tmp/guest.out" | show
 	cat "$tmp/guest.out" >>"$4"
 	grep -q "@@GUEST-EXIT 0@@" "$tmp/guest.out" || {
@@ -413,7 +413,9 @@ guest 2 900 "$tmp/guest-fair.sh" "$data/fair.txt"
 # tests/guest/abuse.c's phases, three rounds: slow rounds (4 busy vCPUs on
 # the host's 2 CPUs) against the IPI mutex, debt after a crowd of 64 uids
 # and after max_rate 1 -> 1000, 64 users made of an unprivileged user's
-# setuid subuids, a uid that exits and comes back 100 times a second;
+# setuid subuids, a uid that exits and comes back 100 times a second, 20
+# attacker uids on the honest caller's CPU, a herd of 4000 threads
+# waiting for the rounds an honest caller runs (1 GiB: their stacks);
 # each prints a RESULT line.
 cat >"$tmp/guest-abuse.sh" <<EOF
 for round in 1 2 3; do
@@ -421,11 +423,13 @@ for round in 1 2 3; do
 	/bench/abuse debt
 	/bench/abuse subuid $fair_secs
 	/bench/abuse comeback $fair_secs
+	/bench/abuse oncpu $fair_secs
+	/bench/abuse herd $fair_secs
 done
 EOF
 progress "guest, 4 vCPUs: the attacks on series v3's controls"
 : >"$data/abuse.txt"
-guest 4 900 "$tmp/guest-abuse.sh" "$data/abuse.txt"
+guest 4 900 "$tmp/guest-abuse.sh" "$data/abuse.txt" 1024
 
 echo "load_end=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$data/machine.txt"
 echo "elapsed_s=$(($(date +%s) - start))" >>"$data/machine.txt"

@@ -2,8 +2,9 @@
 /*
  * abuse: the attacks on the abuse controls of MEMBARRIER_CMD_SHARED_EXPEDITED
  * that the review of series v3 found (../shared/notes/review-2026-12-07.md,
- * F2-F4), each as a guest-side check.  Built static on the host against the
- * patched kernel's headers, run as root in the QEMU guest; prints TAP.
+ * F2-F4 and F6), each as a guest-side check.  Built static on the host
+ * against the patched kernel's headers, run as root in the QEMU guest;
+ * prints TAP.
  * Reads the trace event membarrier:membarrier_shared_expedited (trace_clock
  * mono, so that its times compare with CLOCK_MONOTONIC).
  *
@@ -55,6 +56,25 @@
  *                          within its unloaded p99 + 2 / max_rate + the
  *                          longest round of the phase, and none of its
  *                          calls be served by a grace period.
+ *   abuse oncpu SECS       2 CPUs.  20 processes of uids 6000-6019 on CPU 1,
+ *                          the honest caller's (uid 1000, every 10 ms): in
+ *                          the control they loop getppid(), in the attack
+ *                          SHARED_EXPEDITED.  The attack may not add more
+ *                          than 2 % of the honest calls over 10 ms to the
+ *                          control's.
+ *   abuse herd SECS        4 CPUs.  Attacker threads of uid 5000 loop
+ *                          SHARED_EXPEDITED on CPUs 2 and 3, 10 of them,
+ *                          then 4000 (most of them asleep in membarrier():
+ *                          sampled from /proc, at least half at every
+ *                          sample); the honest caller (uid 1000, CPU 1)
+ *                          calls every 20 ms.  Of its calls that ran a
+ *                          round of their own, the median time beside the
+ *                          round (the event's duration_ns - round_ns:
+ *                          admission and the wake-ups of the callers the
+ *                          round served) with 4000 may be at most 2 x that
+ *                          with 10.  The round itself is not compared:
+ *                          its IPIs wait for busy vCPUs, which 4000
+ *                          threads keep busier than 10.  Needs 1 GiB.
  *   abuse attack SECS      (what the setuid copies run)
  *
  * Each phase also prints one "RESULT label=PHASE name=value..." line of
@@ -62,8 +82,10 @@
  * Exit status: 0 all ok, 1 a check failed, 77 skipped.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
@@ -73,6 +95,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -85,6 +108,8 @@
 
 #define TRACEFS "/sys/kernel/tracing"
 #define EVENT TRACEFS "/events/membarrier/membarrier_shared_expedited"
+#define HERD_FEW 10
+#define HERD_MANY 4000
 
 static long mb(int cmd)
 {
@@ -797,6 +822,297 @@ static int cmd_comeback(double secs)
 	return tap_failed ? 1 : 0;
 }
 
+/* --- herd --------------------------------------------------------------- */
+
+static int *herd_go;	/* futex, MAP_SHARED: the attackers start */
+
+static void *herd_thread(void *arg)
+{
+	(void)arg;
+	while (!__atomic_load_n(herd_go, __ATOMIC_ACQUIRE))
+		syscall(SYS_futex, herd_go, FUTEX_WAIT, 0, NULL, NULL, 0);
+	for (;;)
+		if (mb(MEMBARRIER_CMD_SHARED_EXPEDITED))
+			_exit(1);
+	return NULL;
+}
+
+/* uid 5000 on CPUs 2 and 3: @n threads looping SHARED_EXPEDITED, once
+ * all of them exist. */
+static pid_t herd_attackers(int n)
+{
+	pid_t pid;
+
+	*herd_go = 0;
+	pid = fork_or_die();
+	if (!pid) {
+		pthread_attr_t attr;
+		cpu_set_t set;
+
+		CPU_ZERO(&set);
+		CPU_SET(2, &set);
+		CPU_SET(3, &set);
+		sched_setaffinity(0, sizeof(set), &set);
+		setrlimit(RLIMIT_NPROC, &(struct rlimit){ RLIM_INFINITY, RLIM_INFINITY });
+		if (setgid(5000) || setuid(5000))
+			_exit(1);
+		pthread_attr_init(&attr);
+		pthread_attr_setstacksize(&attr, 64 * 1024);
+		for (int i = 0; i < n; i++) {
+			pthread_t th;
+
+			if (pthread_create(&th, &attr, herd_thread, NULL)) {
+				fprintf(stderr, "abuse herd: thread %d: cannot create\n", i);
+				_exit(1);
+			}
+		}
+		__atomic_store_n(herd_go, 1, __ATOMIC_RELEASE);
+		syscall(SYS_futex, herd_go, FUTEX_WAKE, 0x7fffffff, NULL, NULL, 0);
+		for (;;)
+			pause();
+	}
+	return pid;
+}
+
+/* How many threads of @pid are in an uninterruptible (here: killable)
+ * sleep, which for the attackers is a wait in membarrier(). */
+static int waiting_threads(pid_t pid)
+{
+	char path[320], buf[256], *p;
+	struct dirent *e;
+	int n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return -1;
+	while ((e = readdir(d))) {
+		int fd;
+		ssize_t len;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/stat", (int)pid, e->d_name);
+		fd = open(path, O_RDONLY);
+		if (fd < 0)
+			continue;
+		len = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (len <= 0)
+			continue;
+		buf[len] = 0;
+		p = strrchr(buf, ')');
+		n += p && p[1] == ' ' && p[2] == 'D';
+	}
+	closedir(d);
+	return n;
+}
+
+/*
+ * One phase: @n attacker threads loop SHARED_EXPEDITED; the honest
+ * caller (uid 1000, CPU 1) calls every 20 ms for @secs.  Of its calls
+ * that ran a round of their own (trace outcome ran), the median time
+ * spent beside the round (duration_ns - round_ns: admission, and the
+ * wake-ups of the callers the round served) goes to *@rest and the median
+ * whole call is returned; *@ran: how many there were, *@per_round: the
+ * attackers' calls served per round in the phase, *@waiting: the fewest
+ * attacker threads asleep in membarrier() at the 4 samples a second.
+ */
+static double herd_phase(int n, double secs, double *rest, int *ran, double *per_round,
+			 int *waiting)
+{
+	double whole[4096], beside[4096], t0, t1;
+	long joined = 0, rounds = 0;
+	pid_t att, hon;
+	int i, k = 0;
+
+	att = herd_attackers(n);
+	while (!__atomic_load_n(herd_go, __ATOMIC_ACQUIRE))
+		if (waitpid(att, NULL, WNOHANG) == att)
+			return -1;
+		else
+			usleep(10000);
+	usleep(300000);
+	trace_start();
+	t0 = bench_now();
+	hon = fork_or_die();
+	if (!hon) {
+		become(1000, 1);
+		while (bench_now() - t0 < secs) {
+			if (mb(MEMBARRIER_CMD_SHARED_EXPEDITED))
+				_exit(1);
+			usleep(20000);
+		}
+		_exit(0);
+	}
+	*waiting = n;
+	while (waitpid(hon, NULL, WNOHANG) == 0) {
+		int w = waiting_threads(att);
+
+		if (w < *waiting)
+			*waiting = w;
+		usleep(250000);
+	}
+	t1 = bench_now();
+	trace_stop();
+	stop(att);
+	for (i = 0; i < ncalls; i++) {
+		if (calls[i].t < t0 || calls[i].t > t1)
+			continue;
+		rounds += calls[i].round_ns > 0;
+		joined += calls[i].uid == 5000 && !is(&calls[i], "ran");
+		if (calls[i].uid != 1000 || !is(&calls[i], "ran") || calls[i].round_ns <= 0 ||
+		    k == 4096)
+			continue;
+		whole[k] = calls[i].duration_ns / 1e3;
+		beside[k] = (calls[i].duration_ns - calls[i].round_ns) / 1e3;
+		k++;
+	}
+	*ran = k;
+	*per_round = rounds ? (double)joined / rounds : 0;
+	if (!k) {
+		printf("# %d attacker threads: no call of the honest caller ran a round\n", n);
+		return -1;
+	}
+	qsort(whole, k, sizeof(whole[0]), bench_cmp_double);
+	qsort(beside, k, sizeof(beside[0]), bench_cmp_double);
+	*rest = beside[k / 2];
+	printf("# %d attacker threads (at least %d asleep in membarrier(); %.0f of their calls served per round): the honest caller ran %d rounds, its call %.0f us (median; %.0f-%.0f), beside the round %.0f us (%.0f-%.0f)\n",
+	       n, *waiting, *per_round, k, whole[k / 2], whole[0], whole[k - 1], beside[k / 2], beside[0],
+	       beside[k - 1]);
+	return whole[k / 2];
+}
+
+static int cmd_herd(double secs)
+{
+	long saved = read_long(SYSCTL_MAX_RATE), threads = read_long("/proc/sys/kernel/threads-max");
+	double few, many, few_rest, many_rest, few_per_round, many_per_round;
+	int few_ran, many_ran, few_waiting, many_waiting;
+
+	herd_go = mmap(NULL, sizeof(*herd_go), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+		       -1, 0);
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 4 || herd_go == MAP_FAILED || saved < 0 ||
+	    trace_start()) {
+		printf("1..0 # SKIP needs 4 CPUs, %s and the trace event\n", SYSCTL_MAX_RATE);
+		return 77;
+	}
+	tap_plan(5);
+	if (threads < 2 * HERD_MANY)
+		write_long("/proc/sys/kernel/threads-max", 2 * HERD_MANY);
+	write_long(SYSCTL_MAX_RATE, 1000);
+	few = herd_phase(HERD_FEW, secs, &few_rest, &few_ran, &few_per_round,
+			 &few_waiting);
+	many = herd_phase(HERD_MANY, secs, &many_rest, &many_ran, &many_per_round,
+			  &many_waiting);
+	printf("RESULT label=herd few_us=%.0f many_us=%.0f few_beside_us=%.0f many_beside_us=%.0f many_waiting=%d many_served_per_round=%.0f\n",
+	       few, many, few_rest, many_rest, many_waiting, many_per_round);
+	tap_ok(few > 0 && few_ran >= 10, "%d attacker threads: the honest caller ran %d rounds",
+	       HERD_FEW, few_ran);
+	tap_ok(many > 0 && many_ran >= 10, "%d attacker threads: the honest caller ran %d rounds",
+	       HERD_MANY, many_ran);
+	tap_ok(many_waiting >= HERD_MANY / 2,
+	       "%d attacker threads: the herd was there, at least %d asleep in membarrier() (%.0f calls served per round)",
+	       HERD_MANY, many_waiting, many_per_round);
+	tap_ok(few > 0 && many > 0 && many_rest <= 2 * few_rest,
+	       "the honest caller's call beside its round with %d threads waiting %.0f us <= 2 x %.0f us with %d",
+	       HERD_MANY, many_rest, few_rest, HERD_FEW);
+	if (threads > 0)
+		write_long("/proc/sys/kernel/threads-max", threads);
+	tap_ok(write_long(SYSCTL_MAX_RATE, saved) == 0, "restore max_rate to %ld", saved);
+	return tap_failed ? 1 : 0;
+}
+
+/* --- oncpu -------------------------------------------------------------- */
+
+#define ONCPU_ATTACKERS 20
+
+/*
+ * One phase: uids 6000-6019 on CPU 1, each looping SHARED_EXPEDITED if
+ * @attack, a cheap system call if not; the honest caller (uid 1000, also
+ * on CPU 1) calls every 10 ms for @secs.  Returns the share of its calls
+ * that took more than 10 ms; *@n: how many calls, *@p99: their p99.
+ */
+static double oncpu_phase(int attack, double secs, int *n, double *p99)
+{
+	struct {
+		int n, slow;
+		double t[4096];
+	} *r = mmap(NULL, sizeof(*r), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	pid_t att[ONCPU_ATTACKERS], hon;
+	double share;
+	int i;
+
+	if (r == MAP_FAILED)
+		return -1;
+	for (i = 0; i < ONCPU_ATTACKERS; i++) {
+		att[i] = fork_or_die();
+		if (!att[i]) {
+			become(6000 + i, 1);
+			for (;;)
+				if (attack ? mb(MEMBARRIER_CMD_SHARED_EXPEDITED) : syscall(SYS_getppid) < 0)
+					_exit(1);
+		}
+	}
+	usleep(300000);
+	hon = fork_or_die();
+	if (!hon) {
+		double t0, a, b;
+
+		become(1000, 1);
+		t0 = bench_now();
+		while (bench_now() - t0 < secs && r->n < 4096) {
+			a = bench_now();
+			if (mb(MEMBARRIER_CMD_SHARED_EXPEDITED))
+				_exit(1);
+			b = bench_now();
+			r->t[r->n++] = b - a;
+			r->slow += b - a > 0.010;
+			usleep(10000);
+		}
+		_exit(0);
+	}
+	waitpid(hon, NULL, 0);
+	for (i = 0; i < ONCPU_ATTACKERS; i++)
+		stop(att[i]);
+	*n = r->n;
+	share = r->n ? (double)r->slow / r->n : -1;
+	qsort(r->t, r->n, sizeof(r->t[0]), bench_cmp_double);
+	*p99 = r->n ? r->t[r->n * 99 / 100] : 0;
+	printf("# %s: the honest caller's %d calls, %d over 10 ms (%.1f %%), median %.0f us, p99 %.0f us, worst %.0f us\n",
+	       attack ? "20 attacker uids on its CPU" : "control, 20 uids looping getppid() on its CPU",
+	       r->n, r->slow, 100 * share, r->n ? r->t[r->n / 2] * 1e6 : 0, *p99 * 1e6,
+	       r->n ? r->t[r->n - 1] * 1e6 : 0);
+	munmap(r, sizeof(*r));
+	return share;
+}
+
+static int cmd_oncpu(double secs)
+{
+	long saved = read_long(SYSCTL_MAX_RATE);
+	double control, attack, p99_control, p99_attack;
+	int n_control, n_attack;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2 || saved < 0) {
+		printf("1..0 # SKIP needs 2 CPUs and %s\n", SYSCTL_MAX_RATE);
+		return 77;
+	}
+	tap_plan(3);
+	write_long(SYSCTL_MAX_RATE, 1000);
+	control = oncpu_phase(0, secs, &n_control, &p99_control);
+	attack = oncpu_phase(1, secs, &n_attack, &p99_attack);
+	printf("RESULT label=oncpu control_slow_pct=%.1f attack_slow_pct=%.1f control_p99_us=%.0f attack_p99_us=%.0f\n",
+	       100 * control, 100 * attack, p99_control * 1e6, p99_attack * 1e6);
+	tap_ok(control >= 0 && n_control >= 20 && attack >= 0 && n_attack >= 20,
+	       "the honest caller called %d times beside the control, %d beside the attack",
+	       n_control, n_attack);
+	tap_ok(control >= 0 && attack >= 0 && attack <= control + 0.02,
+	       "attackers on its CPU: %.1f %% of the honest calls over 10 ms, at most the control's %.1f %% + 2",
+	       100 * attack, 100 * control);
+	tap_ok(write_long(SYSCTL_MAX_RATE, saved) == 0, "restore max_rate to %ld", saved);
+	return tap_failed ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -808,6 +1124,10 @@ int main(int argc, char **argv)
 		return cmd_comeback(atof(argv[2]));
 	if (argc == 3 && !strcmp(argv[1], "subuid"))
 		return cmd_subuid(argv[0], atof(argv[2]));
+	if (argc == 3 && !strcmp(argv[1], "oncpu"))
+		return cmd_oncpu(atof(argv[2]));
+	if (argc == 3 && !strcmp(argv[1], "herd"))
+		return cmd_herd(atof(argv[2]));
 	if (argc == 3 && !strcmp(argv[1], "attack"))
 		return cmd_attack(atof(argv[2]));
 	fprintf(stderr, "usage: see the comment at the top of abuse.c\n");
