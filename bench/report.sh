@@ -668,6 +668,7 @@ $(abuse_row oncpu attack_slow_pct "20 attacker uids on its CPU: % of its calls o
 $(abuse_row herd few_beside_us "herd: the honest caller's call beside its own round, 10 attacker threads (us)")
 $(abuse_row herd many_beside_us "herd: the same with 4000 attacker threads (us; at most 2 x with 10)")
 $(abuse_row herd many_waiting "herd: the fewest of the 4000 asleep in membarrier() at a sample")
+$(abuse_row rtwait worst_ms "two SCHED_FIFO callers under SCHED_FIFO spinners: worst call (ms; at most 100)")
 
 ## 4. The wrapper's cost
 

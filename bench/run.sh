@@ -424,7 +424,8 @@ for round in 1 2 3; do
 	/bench/abuse subuid $fair_secs
 	/bench/abuse comeback $fair_secs
 	/bench/abuse oncpu $fair_secs
-	/bench/abuse herd $fair_secs
+	/bench/abuse herd 4
+	/bench/abuse rtwait 2
 done
 EOF
 progress "guest, 4 vCPUs: the attacks on series v3's controls"

@@ -62,19 +62,26 @@
  *                          SHARED_EXPEDITED.  The attack may not add more
  *                          than 2 % of the honest calls over 10 ms to the
  *                          control's.
- *   abuse herd SECS        4 CPUs.  Attacker threads of uid 5000 loop
- *                          SHARED_EXPEDITED on CPUs 2 and 3, 10 of them,
- *                          then 4000 (most of them asleep in membarrier():
- *                          sampled from /proc, at least half at every
- *                          sample); the honest caller (uid 1000, CPU 1)
- *                          calls every 20 ms.  Of its calls that ran a
- *                          round of their own, the median time beside the
- *                          round (the event's duration_ns - round_ns:
- *                          admission and the wake-ups of the callers the
- *                          round served) with 4000 may be at most 2 x that
- *                          with 10.  The round itself is not compared:
- *                          its IPIs wait for busy vCPUs, which 4000
- *                          threads keep busier than 10.  Needs 1 GiB.
+ *   abuse herd SECS [RATE] 3 CPUs.  With max_rate RATE (default 10: a
+ *                          paced round every 133 ms, so that the herd is
+ *                          asleep between them), threads of uid 5000 loop
+ *                          SHARED_EXPEDITED on CPU 2, 10 of them for SECS,
+ *                          then 4000 (each round must serve at least 2000
+ *                          of their calls); the honest caller (uid 1005,
+ *                          then 1006: a fresh budget) calls every 20 ms on
+ *                          CPU 1.  Of its calls that ran a round (budgeted
+ *                          or paced), the median time spent beside the round
+ *                          and awake (the event's duration_ns - round_ns
+ *                          - wait_ns: admission, and the wake-ups of the
+ *                          callers its round served) with 4000 may be at
+ *                          most 2 x that with 10.  Needs 1 GiB.
+ *   abuse rtwait SECS      4 CPUs.  Two SCHED_FIFO callers on CPUs 0 and 1
+ *                          under SCHED_FIFO spinners there, 32 waiters of
+ *                          normal policy, unbound kernel workers confined
+ *                          to CPUs 0 and 1, RT throttling off: every call
+ *                          of the RT callers ends within 100 ms, which it
+ *                          does only if a round's runner wakes them (a
+ *                          worker of normal policy gets no CPU there).
  *   abuse attack SECS      (what the setuid copies run)
  *
  * Each phase also prints one "RESULT label=PHASE name=value..." line of
@@ -110,6 +117,7 @@
 #define EVENT TRACEFS "/events/membarrier/membarrier_shared_expedited"
 #define HERD_FEW 10
 #define HERD_MANY 4000
+#define HERD_CPU 2
 
 static long mb(int cmd)
 {
@@ -175,6 +183,7 @@ struct call {
 	char outcome[16];
 	double duration_ns;
 	double round_ns;	/* -1: the kernel's event has no round_ns */
+	double wait_ns;		/* -1: nor wait_ns */
 };
 
 static struct call *calls;
@@ -225,6 +234,8 @@ static int trace_stop(void)
 			continue;
 		q = strstr(p, "round_ns=");
 		c.round_ns = q ? strtod(q + 9, NULL) : -1;
+		q = strstr(p, "wait_ns=");
+		c.wait_ns = q ? strtod(q + 8, NULL) : -1;
 		if (ncalls % 1024 == 0) {
 			calls = realloc(calls, (ncalls + 1024) * sizeof(*calls));
 			if (!calls)
@@ -837,9 +848,10 @@ static void *herd_thread(void *arg)
 	return NULL;
 }
 
-/* uid 5000 on CPUs 2 and 3: @n threads looping SHARED_EXPEDITED, once
- * all of them exist. */
-static pid_t herd_attackers(int n)
+/* uid 5000 on @cpu (HERD_CPU for the herd): @n threads looping SHARED_EXPEDITED,
+ * once all of them exist.  One vCPU: on the 2-core host, more busy vCPUs
+ * wait for the host to run them, with membarrier_shared_lock held. */
+static pid_t herd_attackers(int n, int cpu)
 {
 	pid_t pid;
 
@@ -850,8 +862,7 @@ static pid_t herd_attackers(int n)
 		cpu_set_t set;
 
 		CPU_ZERO(&set);
-		CPU_SET(2, &set);
-		CPU_SET(3, &set);
+		CPU_SET(cpu, &set);
 		sched_setaffinity(0, sizeof(set), &set);
 		setrlimit(RLIMIT_NPROC, &(struct rlimit){ RLIM_INFINITY, RLIM_INFINITY });
 		if (setgid(5000) || setuid(5000))
@@ -911,23 +922,23 @@ static int waiting_threads(pid_t pid)
 
 /*
  * One phase: @n attacker threads loop SHARED_EXPEDITED; the honest
- * caller (uid 1000, CPU 1) calls every 20 ms for @secs.  Of its calls
- * that ran a round of their own (trace outcome ran), the median time
- * spent beside the round (duration_ns - round_ns: admission, and the
- * wake-ups of the callers the round served) goes to *@rest and the median
- * whole call is returned; *@ran: how many there were, *@per_round: the
- * attackers' calls served per round in the phase, *@waiting: the fewest
- * attacker threads asleep in membarrier() at the 4 samples a second.
+ * caller (@uid, CPU 1) calls every 20 ms for @secs.  Of its calls that
+ * ran a round themselves (round_ns > 0; budgeted or paced), the median time spent
+ * beside the round and awake (duration_ns - round_ns - wait_ns) goes to
+ * *@rest and the median whole call is returned; *@ran: how many there
+ * were, *@per_round: the attackers' calls served per round in the phase,
+ * *@waiting: the fewest attacker threads asleep in membarrier() at a
+ * sample (one a second).
  */
-static double herd_phase(int n, double secs, double *rest, int *ran, double *per_round,
-			 int *waiting)
+static double herd_phase(int n, uid_t uid, double secs, double *rest, int *ran,
+			 double *per_round, int *waiting)
 {
 	double whole[4096], beside[4096], t0, t1;
 	long joined = 0, rounds = 0;
 	pid_t att, hon;
 	int i, k = 0;
 
-	att = herd_attackers(n);
+	att = herd_attackers(n, HERD_CPU);
 	while (!__atomic_load_n(herd_go, __ATOMIC_ACQUIRE))
 		if (waitpid(att, NULL, WNOHANG) == att)
 			return -1;
@@ -938,7 +949,7 @@ static double herd_phase(int n, double secs, double *rest, int *ran, double *per
 	t0 = bench_now();
 	hon = fork_or_die();
 	if (!hon) {
-		become(1000, 1);
+		become(uid, 1);
 		while (bench_now() - t0 < secs) {
 			if (mb(MEMBARRIER_CMD_SHARED_EXPEDITED))
 				_exit(1);
@@ -952,7 +963,7 @@ static double herd_phase(int n, double secs, double *rest, int *ran, double *per
 
 		if (w < *waiting)
 			*waiting = w;
-		usleep(250000);
+		usleep(1000000);
 	}
 	t1 = bench_now();
 	trace_stop();
@@ -962,11 +973,12 @@ static double herd_phase(int n, double secs, double *rest, int *ran, double *per
 			continue;
 		rounds += calls[i].round_ns > 0;
 		joined += calls[i].uid == 5000 && !is(&calls[i], "ran");
-		if (calls[i].uid != 1000 || !is(&calls[i], "ran") || calls[i].round_ns <= 0 ||
+		if (calls[i].uid != uid || calls[i].round_ns <= 0 ||
 		    k == 4096)
 			continue;
 		whole[k] = calls[i].duration_ns / 1e3;
-		beside[k] = (calls[i].duration_ns - calls[i].round_ns) / 1e3;
+		beside[k] = (calls[i].duration_ns - calls[i].round_ns -
+			     (calls[i].wait_ns > 0 ? calls[i].wait_ns : 0)) / 1e3;
 		k++;
 	}
 	*ran = k;
@@ -984,7 +996,7 @@ static double herd_phase(int n, double secs, double *rest, int *ran, double *per
 	return whole[k / 2];
 }
 
-static int cmd_herd(double secs)
+static int cmd_herd(double secs, long rate)
 {
 	long saved = read_long(SYSCTL_MAX_RATE), threads = read_long("/proc/sys/kernel/threads-max");
 	double few, many, few_rest, many_rest, few_per_round, many_per_round;
@@ -992,28 +1004,28 @@ static int cmd_herd(double secs)
 
 	herd_go = mmap(NULL, sizeof(*herd_go), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
 		       -1, 0);
-	if (sysconf(_SC_NPROCESSORS_ONLN) < 4 || herd_go == MAP_FAILED || saved < 0 ||
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 3 || herd_go == MAP_FAILED || saved < 0 ||
 	    trace_start()) {
-		printf("1..0 # SKIP needs 4 CPUs, %s and the trace event\n", SYSCTL_MAX_RATE);
+		printf("1..0 # SKIP needs 3 CPUs, %s and the trace event\n", SYSCTL_MAX_RATE);
 		return 77;
 	}
 	tap_plan(5);
 	if (threads < 2 * HERD_MANY)
 		write_long("/proc/sys/kernel/threads-max", 2 * HERD_MANY);
-	write_long(SYSCTL_MAX_RATE, 1000);
-	few = herd_phase(HERD_FEW, secs, &few_rest, &few_ran, &few_per_round,
+	write_long(SYSCTL_MAX_RATE, rate);
+	few = herd_phase(HERD_FEW, 1005, secs, &few_rest, &few_ran, &few_per_round,
 			 &few_waiting);
-	many = herd_phase(HERD_MANY, secs, &many_rest, &many_ran, &many_per_round,
+	many = herd_phase(HERD_MANY, 1006, secs, &many_rest, &many_ran, &many_per_round,
 			  &many_waiting);
 	printf("RESULT label=herd few_us=%.0f many_us=%.0f few_beside_us=%.0f many_beside_us=%.0f many_waiting=%d many_served_per_round=%.0f\n",
 	       few, many, few_rest, many_rest, many_waiting, many_per_round);
-	tap_ok(few > 0 && few_ran >= 10, "%d attacker threads: the honest caller ran %d rounds",
+	tap_ok(few > 0 && few_ran >= 5, "%d attacker threads: the honest caller ran %d rounds",
 	       HERD_FEW, few_ran);
-	tap_ok(many > 0 && many_ran >= 10, "%d attacker threads: the honest caller ran %d rounds",
+	tap_ok(many > 0 && many_ran >= 5, "%d attacker threads: the honest caller ran %d rounds",
 	       HERD_MANY, many_ran);
-	tap_ok(many_waiting >= HERD_MANY / 2,
-	       "%d attacker threads: the herd was there, at least %d asleep in membarrier() (%.0f calls served per round)",
-	       HERD_MANY, many_waiting, many_per_round);
+	tap_ok(many_per_round >= HERD_MANY / 2,
+	       "%d attacker threads: the herd was there, %.0f of their calls served per round (at least %d; at least %d asleep in membarrier() at each sample)",
+	       HERD_MANY, many_per_round, HERD_MANY / 2, many_waiting);
 	tap_ok(few > 0 && many > 0 && many_rest <= 2 * few_rest,
 	       "the honest caller's call beside its round with %d threads waiting %.0f us <= 2 x %.0f us with %d",
 	       HERD_MANY, many_rest, few_rest, HERD_FEW);
@@ -1113,6 +1125,145 @@ static int cmd_oncpu(double secs)
 	return tap_failed ? 1 : 0;
 }
 
+/* --- rtwait ------------------------------------------------------------- */
+
+#define WQ_CPUMASK "/sys/devices/virtual/workqueue/cpumask"
+#define RT_RUNTIME "/proc/sys/kernel/sched_rt_runtime_us"
+
+struct rtwait {
+	double worst[2];
+	long calls[2];
+	int stop;
+};
+
+static struct rtwait *rw;
+
+static void rt_self(int prio)
+{
+	struct sched_param sp = { .sched_priority = prio };
+
+	if (sched_setscheduler(0, SCHED_FIFO, &sp)) {
+		perror("sched_setscheduler");
+		_exit(1);
+	}
+}
+
+/* SCHED_FIFO @prio on @cpu: spin until killed. */
+static pid_t rt_hog(int cpu, int prio)
+{
+	pid_t pid = fork_or_die();
+
+	if (!pid) {
+		volatile unsigned long n = 0;
+
+		bench_pin(cpu);
+		rt_self(prio);
+		for (;;)
+			n++;
+	}
+	return pid;
+}
+
+/* SCHED_FIFO 50 on CPU @i: SHARED_EXPEDITED in a loop, its worst call. */
+static pid_t rt_caller(int i)
+{
+	pid_t pid = fork_or_die();
+
+	if (!pid) {
+		bench_pin(i);
+		rt_self(50);
+		while (!__atomic_load_n(&rw->stop, __ATOMIC_ACQUIRE)) {
+			double a = bench_now(), b;
+
+			if (mb(MEMBARRIER_CMD_SHARED_EXPEDITED))
+				_exit(1);
+			b = bench_now();
+			rw->calls[i]++;
+			if (b - a > rw->worst[i])
+				rw->worst[i] = b - a;
+		}
+		_exit(0);
+	}
+	return pid;
+}
+
+/*
+ * Two SCHED_FIFO callers (priority 50, CPUs 0 and 1) loop
+ * SHARED_EXPEDITED while SCHED_FIFO 40 spinners hold both CPUs whenever
+ * they sleep, and 32 threads of uid 5000 (normal policy, on CPU 0) wait
+ * in membarrier(); unbound kernel workers may run on CPUs 0 and 1 only
+ * (/sys/devices/virtual/workqueue/cpumask), CPUs 2 and 3 stay idle, so
+ * that no more vCPUs are busy than the host has CPUs.  A caller that
+ * waits for the other's round must be woken by it, not by a kernel
+ * worker of normal policy, which gets no CPU there.  RT throttling is off
+ * for the phase (sched_rt_runtime_us -1; it would stop the callers
+ * themselves for 50 ms a second, and give the worker that).  Every call
+ * of the RT callers must end within 100 ms (the failure is a hang).
+ */
+static int cmd_rtwait(double secs)
+{
+	long saved = read_long(SYSCTL_MAX_RATE);
+	long rt_runtime = read_long(RT_RUNTIME);
+	char wq_mask[64] = "";
+	pid_t att, hog[2], rc[2];
+	int i, ok, fd;
+
+	rw = mmap(NULL, sizeof(*rw), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	herd_go = mmap(NULL, sizeof(*herd_go), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+		       -1, 0);
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 4 || rw == MAP_FAILED || herd_go == MAP_FAILED ||
+	    saved < 0 || access(RT_RUNTIME, W_OK)) {
+		printf("1..0 # SKIP needs 4 CPUs and %s\n", SYSCTL_MAX_RATE);
+		return 77;
+	}
+	fd = open(WQ_CPUMASK, O_RDONLY);
+	if (fd >= 0) {
+		ssize_t len = read(fd, wq_mask, sizeof(wq_mask) - 1);
+
+		wq_mask[len > 0 ? len : 0] = 0;
+		close(fd);
+	}
+	tap_plan(4);
+	write_long(SYSCTL_MAX_RATE, 1000);
+	tap_ok(write_str(WQ_CPUMASK, "3") == 0 && write_long(RT_RUNTIME, -1) == 0,
+	       "unbound kernel workers on CPUs 0 and 1 only (%s), RT throttling off", WQ_CPUMASK);
+	rt_self(60);	/* this process must run to end the phase */
+	att = herd_attackers(32, 0);
+	while (!__atomic_load_n(herd_go, __ATOMIC_ACQUIRE))
+		usleep(10000);
+	usleep(200000);
+	for (i = 0; i < 2; i++)
+		rc[i] = rt_caller(i);
+	usleep(100000);
+	for (i = 0; i < 2; i++)
+		hog[i] = rt_hog(i, 40);
+	usleep(secs * 1e6);
+	for (i = 0; i < 2; i++)
+		stop(hog[i]);
+	__atomic_store_n(&rw->stop, 1, __ATOMIC_RELEASE);
+	ok = 1;
+	for (i = 0; i < 2; i++) {
+		int status;
+
+		waitpid(rc[i], &status, 0);
+		ok &= WIFEXITED(status) && !WEXITSTATUS(status);
+	}
+	stop(att);
+	write_str(WQ_CPUMASK, wq_mask);
+	write_long(RT_RUNTIME, rt_runtime);
+	printf("RESULT label=rtwait worst_ms=%.2f calls=%ld\n",
+	       1e3 * (rw->worst[0] > rw->worst[1] ? rw->worst[0] : rw->worst[1]),
+	       rw->calls[0] + rw->calls[1]);
+	tap_ok(ok && rw->calls[0] > 10 && rw->calls[1] > 10,
+	       "two SCHED_FIFO callers made %ld and %ld calls under SCHED_FIFO spinners on their CPUs",
+	       rw->calls[0], rw->calls[1]);
+	tap_ok(rw->worst[0] <= 0.100 && rw->worst[1] <= 0.100,
+	       "their worst calls %.2f and %.2f ms (at most 100): woken by the round's runner, not by a worker that cannot run",
+	       rw->worst[0] * 1e3, rw->worst[1] * 1e3);
+	tap_ok(write_long(SYSCTL_MAX_RATE, saved) == 0, "restore max_rate to %ld", saved);
+	return tap_failed ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -1124,10 +1275,12 @@ int main(int argc, char **argv)
 		return cmd_comeback(atof(argv[2]));
 	if (argc == 3 && !strcmp(argv[1], "subuid"))
 		return cmd_subuid(argv[0], atof(argv[2]));
+	if (argc == 3 && !strcmp(argv[1], "rtwait"))
+		return cmd_rtwait(atof(argv[2]));
 	if (argc == 3 && !strcmp(argv[1], "oncpu"))
 		return cmd_oncpu(atof(argv[2]));
-	if (argc == 3 && !strcmp(argv[1], "herd"))
-		return cmd_herd(atof(argv[2]));
+	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "herd"))
+		return cmd_herd(atof(argv[2]), argc == 4 ? atol(argv[3]) : 10);
 	if (argc == 3 && !strcmp(argv[1], "attack"))
 		return cmd_attack(atof(argv[2]));
 	fprintf(stderr, "usage: see the comment at the top of abuse.c\n");
