@@ -18,6 +18,11 @@
  *   - a knob thread sets kernel.membarrier_expedited (0, 1, 2),
  *     kernel.membarrier_expedited_max_rate and /sys/kernel/rcu_expedited
  *     to random values.
+ * And a herd: a third process, uid 1002, with HERD threads looping
+ * SHARED_EXPEDITED alone, so that more than 8 callers wait for a round
+ * (the kernel then hands the wake-ups to a kworker), one of them
+ * SCHED_FIFO (RLIMIT_RTPRIO 1: real-time callers wait apart and are woken
+ * by the round's runner), until the workers are done.
  * Checks: QUERY gives the same mask in every call (membarrier(2): the
  * answer does not change until reboot), SHARED_EXPEDITED with flags 0
  * always returns 0, a command outside the mask or with a bad flag fails
@@ -35,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -43,6 +49,7 @@
 #include "sysctl.h"
 
 #define WORKERS 4	/* threads per worker process */
+#define HERD 16		/* threads of the herd process */
 
 struct counts {
 	long calls;		/* made so far, all workers */
@@ -50,6 +57,7 @@ struct counts {
 	long bad;		/* unexpected results */
 	long per_cmd[32];	/* calls per command bit (valid flags) */
 	long eperm, einval, ok;
+	long herd_calls, herd_rt_calls;
 	char first_bad[256];
 };
 
@@ -176,6 +184,49 @@ static pid_t worker_process(uid_t uid)
 	return pid;
 }
 
+/* A herd thread: SHARED_EXPEDITED until the workers are done, half a
+ * millisecond between calls (thread 0: SCHED_FIFO 1, a millisecond). */
+static void *herd_thread(void *arg)
+{
+	int rt = arg == NULL;
+
+	if (rt) {
+		struct sched_param sp = { .sched_priority = 1 };
+
+		if (sched_setscheduler(0, SCHED_FIFO, &sp))
+			bad("herd: SCHED_FIFO 1 with RLIMIT_RTPRIO 1: %s", strerror(errno));
+	}
+	while (__atomic_load_n(&shm->calls, __ATOMIC_RELAXED) < shm->target) {
+		if (mb(1 << 10, 0, 0))
+			bad("herd: SHARED_EXPEDITED returned -1 (%s)", strerror(errno));
+		__atomic_fetch_add(rt ? &shm->herd_rt_calls : &shm->herd_calls, 1,
+				   __ATOMIC_RELAXED);
+		usleep(rt ? 1000 : 500);
+	}
+	return NULL;
+}
+
+static pid_t herd_process(uid_t uid)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct rlimit rl = { 1, 1 };
+		pthread_t th[HERD];
+
+		if (setrlimit(RLIMIT_RTPRIO, &rl) || setgid(uid) || setuid(uid)) {
+			bad("herd: setrlimit/setuid(%d): %s", uid, strerror(errno));
+			_exit(1);
+		}
+		for (int i = 0; i < HERD; i++)
+			pthread_create(&th[i], NULL, herd_thread, i ? (void *)1 : NULL);
+		for (int i = 0; i < HERD; i++)
+			pthread_join(th[i], NULL);
+		_exit(0);
+	}
+	return pid;
+}
+
 static void nap_ms(int ms)
 {
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
@@ -277,8 +328,8 @@ int main(int argc, char **argv)
 	static const char *const knob[] = { SYSCTL_EXPEDITED, SYSCTL_MAX_RATE, RCU_EXPEDITED };
 	long saved[3];
 	pthread_t tc, th, tk;
-	pid_t w1, w2;
-	int st1, st2, failed = 0;
+	pid_t w1, w2, hp;
+	int st1, st2, sth, failed = 0;
 	time_t t0;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -305,11 +356,13 @@ int main(int argc, char **argv)
 	/* The workers first: fork() before this process has threads. */
 	w1 = worker_process(1000);
 	w2 = worker_process(1001);
+	hp = herd_process(1002);
 	pthread_create(&tc, NULL, churn, NULL);
 	pthread_create(&th, NULL, hotplug, NULL);
 	pthread_create(&tk, NULL, knobs, NULL);
 	waitpid(w1, &st1, 0);
 	waitpid(w2, &st2, 0);
+	waitpid(hp, &sth, 0);
 	stop = 1;
 	pthread_join(tc, NULL);
 	pthread_join(th, NULL);
@@ -329,8 +382,12 @@ int main(int argc, char **argv)
 	printf("\n");
 	if (!(WIFEXITED(st1) && WEXITSTATUS(st1) == 0 && WIFEXITED(st2) && WEXITSTATUS(st2) == 0))
 		failed = 1;
-	printf("%sok 1 - both worker processes (uids 1000, 1001) exited 0 (%#x, %#x)\n",
-	       failed ? "not " : "", st1, st2);
+	printf("# the herd (uid 1002, %d threads): %ld calls, %ld of them SCHED_FIFO\n", HERD,
+	       shm->herd_calls, shm->herd_rt_calls);
+	if (!(WIFEXITED(sth) && WEXITSTATUS(sth) == 0) || !shm->herd_calls || !shm->herd_rt_calls)
+		failed = 1;
+	printf("%sok 1 - the worker processes (uids 1000, 1001) and the herd (1002) exited 0 (%#x, %#x, %#x), the herd called\n",
+	       failed ? "not " : "", st1, st2, sth);
 	printf("%sok 2 - %ld calls made (>= %ld)\n", shm->calls >= shm->target ? "" : "not ",
 	       shm->calls, shm->target);
 	printf("%sok 3 - every result as documented (%ld unexpected%s%s)\n", shm->bad ? "not " : "",
