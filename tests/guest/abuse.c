@@ -162,13 +162,27 @@ static void stop(pid_t pid)
 	waitpid(pid, NULL, 0);
 }
 
-static pid_t spinner(uid_t uid, int cpu)
+/* This process SCHED_FIFO @prio, or exit. */
+static void rt_self(int prio)
+{
+	struct sched_param sp = { .sched_priority = prio };
+
+	if (sched_setscheduler(0, SCHED_FIFO, &sp)) {
+		perror("sched_setscheduler");
+		_exit(1);
+	}
+}
+
+/* @uid on @cpu, SCHED_FIFO @prio if not 0: spin until killed. */
+static pid_t spinner(uid_t uid, int cpu, int prio)
 {
 	pid_t pid = fork_or_die();
 
 	if (!pid) {
 		volatile unsigned long n = 0;
 
+		if (prio)
+			rt_self(prio);
 		become(uid, cpu);
 		for (;;)
 			n++;
@@ -371,8 +385,8 @@ static int cmd_slowround(double secs)
 		return 77;
 	}
 	tap_plan(6);
-	s1 = spinner(1004, 1);
-	s2 = spinner(1004, 2);
+	s1 = spinner(1004, 1, 0);
+	s2 = spinner(1004, 2, 0);
 	write_long(SYSCTL_MAX_RATE, 1000);
 	slow_phase("alone", secs, 0, p, &share, &longest, &n, &exact);
 	alone_rate = p->calls / secs;
@@ -532,11 +546,12 @@ static int cmd_attack(double secs)
 	return 0;
 }
 
-/* uid 1000 on CPU 1, every 10 ms for @secs: the p99 latency. */
-static double honest_p99(double secs)
+/* uid 1000 on CPU 1, every 10 ms for @secs: the latencies of its calls,
+ * sorted, in @v (at most 4096); returns how many, -1 on error. */
+static int honest_latencies(double secs, double *v)
 {
 	int fds[2], n = 0;
-	double v[4096], lat;
+	double lat;
 	pid_t pid;
 
 	if (pipe(fds))
@@ -564,10 +579,17 @@ static double honest_p99(double secs)
 		n++;
 	close(fds[0]);
 	waitpid(pid, NULL, 0);
-	if (n < 10)
-		return -1;
 	qsort(v, n, sizeof(v[0]), bench_cmp_double);
-	return v[(int)(0.99 * (n - 1) + 0.5)];
+	return n;
+}
+
+/* The p99 of honest_latencies(). */
+static double honest_p99(double secs)
+{
+	double v[4096];
+	int n = honest_latencies(secs, v);
+
+	return n < 10 ? -1 : v[(int)(0.99 * (n - 1) + 0.5)];
 }
 
 /* uid 1003's namespace: 64 setuid copies of @self in /subuid. */
@@ -1054,16 +1076,10 @@ static int cmd_herd(double secs, long rate)
  */
 static double oncpu_phase(int attack, double secs, int *n, double *p99)
 {
-	struct {
-		int n, slow;
-		double t[4096];
-	} *r = mmap(NULL, sizeof(*r), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	pid_t att[ONCPU_ATTACKERS], hon;
-	double share;
-	int i;
+	pid_t att[ONCPU_ATTACKERS];
+	double v[4096];
+	int i, slow = 0;
 
-	if (r == MAP_FAILED)
-		return -1;
 	for (i = 0; i < ONCPU_ATTACKERS; i++) {
 		att[i] = fork_or_die();
 		if (!att[i]) {
@@ -1074,36 +1090,18 @@ static double oncpu_phase(int attack, double secs, int *n, double *p99)
 		}
 	}
 	usleep(300000);
-	hon = fork_or_die();
-	if (!hon) {
-		double t0, a, b;
-
-		become(1000, 1);
-		t0 = bench_now();
-		while (bench_now() - t0 < secs && r->n < 4096) {
-			a = bench_now();
-			if (mb(MEMBARRIER_CMD_SHARED_EXPEDITED))
-				_exit(1);
-			b = bench_now();
-			r->t[r->n++] = b - a;
-			r->slow += b - a > 0.010;
-			usleep(10000);
-		}
-		_exit(0);
-	}
-	waitpid(hon, NULL, 0);
+	*n = honest_latencies(secs, v);
 	for (i = 0; i < ONCPU_ATTACKERS; i++)
 		stop(att[i]);
-	*n = r->n;
-	share = r->n ? (double)r->slow / r->n : -1;
-	qsort(r->t, r->n, sizeof(r->t[0]), bench_cmp_double);
-	*p99 = r->n ? r->t[r->n * 99 / 100] : 0;
+	if (*n < 1)
+		return -1;
+	for (i = 0; i < *n; i++)
+		slow += v[i] > 0.010;
+	*p99 = v[(int)(0.99 * (*n - 1) + 0.5)];
 	printf("# %s: the honest caller's %d calls, %d over 10 ms (%.1f %%), median %.0f us, p99 %.0f us, worst %.0f us\n",
 	       attack ? "20 attacker uids on its CPU" : "control, 20 uids looping getppid() on its CPU",
-	       r->n, r->slow, 100 * share, r->n ? r->t[r->n / 2] * 1e6 : 0, *p99 * 1e6,
-	       r->n ? r->t[r->n - 1] * 1e6 : 0);
-	munmap(r, sizeof(*r));
-	return share;
+	       *n, slow, 100.0 * slow / *n, v[*n / 2] * 1e6, *p99 * 1e6, v[*n - 1] * 1e6);
+	return (double)slow / *n;
 }
 
 static int cmd_oncpu(double secs)
@@ -1144,32 +1142,6 @@ struct rtwait {
 };
 
 static struct rtwait *rw;
-
-static void rt_self(int prio)
-{
-	struct sched_param sp = { .sched_priority = prio };
-
-	if (sched_setscheduler(0, SCHED_FIFO, &sp)) {
-		perror("sched_setscheduler");
-		_exit(1);
-	}
-}
-
-/* SCHED_FIFO @prio on @cpu: spin until killed. */
-static pid_t rt_hog(int cpu, int prio)
-{
-	pid_t pid = fork_or_die();
-
-	if (!pid) {
-		volatile unsigned long n = 0;
-
-		bench_pin(cpu);
-		rt_self(prio);
-		for (;;)
-			n++;
-	}
-	return pid;
-}
 
 /* SCHED_FIFO 50 on CPU @i: SHARED_EXPEDITED in a loop, its worst call. */
 static pid_t rt_caller(int i)
@@ -1243,7 +1215,7 @@ static int cmd_rtwait(double secs)
 		rc[i] = rt_caller(i);
 	usleep(100000);
 	for (i = 0; i < 2; i++)
-		hog[i] = rt_hog(i, 40);
+		hog[i] = spinner(0, i, 40);
 	usleep(secs * 1e6);
 	for (i = 0; i < 2; i++)
 		stop(hog[i]);
