@@ -1206,11 +1206,11 @@ static int cmd_rtwait(double secs)
 	write_long(SYSCTL_MAX_RATE, 1000);
 	tap_ok(write_str(WQ_CPUMASK, "3") == 0 && write_long(RT_RUNTIME, -1) == 0,
 	       "unbound kernel workers on CPUs 0 and 1 only (%s), RT throttling off", WQ_CPUMASK);
-	rt_self(60);	/* this process must run to end the phase */
-	att = herd_attackers(32, 0);
+	att = herd_attackers(32, 0);	/* of normal policy: forked first */
 	while (!__atomic_load_n(herd_go, __ATOMIC_ACQUIRE))
 		usleep(10000);
 	usleep(200000);
+	rt_self(60);	/* this process must run to end the phase */
 	for (i = 0; i < 2; i++)
 		rc[i] = rt_caller(i);
 	usleep(100000);
