@@ -870,9 +870,10 @@ static void *herd_thread(void *arg)
 	return NULL;
 }
 
-/* uid 5000 on @cpu (HERD_CPU for the herd): @n threads looping SHARED_EXPEDITED,
- * once all of them exist.  One vCPU: on the 2-core host, more busy vCPUs
- * wait for the host to run them, with membarrier_shared_lock held. */
+/* uid 5000 on @cpu (HERD_CPU for the herd): @n threads looping
+ * SHARED_EXPEDITED, once all of them exist.  One vCPU: on the 2-core host,
+ * more busy vCPUs wait for the host to run them, with
+ * membarrier_shared_lock held. */
 static pid_t herd_attackers(int n, int cpu)
 {
 	pid_t pid;
@@ -881,14 +882,9 @@ static pid_t herd_attackers(int n, int cpu)
 	pid = fork_or_die();
 	if (!pid) {
 		pthread_attr_t attr;
-		cpu_set_t set;
 
-		CPU_ZERO(&set);
-		CPU_SET(cpu, &set);
-		sched_setaffinity(0, sizeof(set), &set);
 		setrlimit(RLIMIT_NPROC, &(struct rlimit){ RLIM_INFINITY, RLIM_INFINITY });
-		if (setgid(5000) || setuid(5000))
-			_exit(1);
+		become(5000, cpu);
 		pthread_attr_init(&attr);
 		pthread_attr_setstacksize(&attr, 64 * 1024);
 		for (int i = 0; i < n; i++) {
@@ -945,8 +941,8 @@ static int waiting_threads(pid_t pid)
 /*
  * One phase: @n attacker threads loop SHARED_EXPEDITED; the honest
  * caller (@uid, CPU 1) calls every 20 ms for @secs.  Of its calls that
- * ran a round themselves (round_ns > 0; budgeted or paced), the median time spent
- * beside the round and awake (duration_ns - round_ns - wait_ns) goes to
+ * ran a round themselves (round_ns > 0; budgeted or paced), the median
+ * time spent beside the round and awake (duration_ns - round_ns - wait_ns) goes to
  * *@rest and the median whole call is returned; *@ran: how many there
  * were, *@per_round: the attackers' calls served per round in the phase,
  * *@waiting: the fewest attacker threads asleep in membarrier() at a
@@ -1192,7 +1188,7 @@ static int cmd_rtwait(double secs)
 		       -1, 0);
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 4 || rw == MAP_FAILED || herd_go == MAP_FAILED ||
 	    saved < 0 || access(RT_RUNTIME, W_OK)) {
-		printf("1..0 # SKIP needs 4 CPUs and %s\n", SYSCTL_MAX_RATE);
+		printf("1..0 # SKIP needs 4 CPUs, %s and %s\n", SYSCTL_MAX_RATE, RT_RUNTIME);
 		return 77;
 	}
 	fd = open(WQ_CPUMASK, O_RDONLY);

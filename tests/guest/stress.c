@@ -50,6 +50,7 @@
 
 #define WORKERS 4	/* threads per worker process */
 #define HERD 16		/* threads of the herd process */
+_Static_assert(WORKERS <= 16 && HERD <= 16, "thread_process() makes at most 16 threads");
 
 struct counts {
 	long calls;		/* made so far, all workers */
@@ -164,31 +165,12 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-static pid_t worker_process(uid_t uid)
-{
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		pthread_t th[WORKERS];
-
-		if (setgid(uid) || setuid(uid)) {
-			bad("setuid(%d): %s", uid, strerror(errno));
-			_exit(1);
-		}
-		for (int i = 0; i < WORKERS; i++)
-			pthread_create(&th[i], NULL, worker, (void *)(uintptr_t)(uid * 16 + i));
-		for (int i = 0; i < WORKERS; i++)
-			pthread_join(th[i], NULL);
-		_exit(0);
-	}
-	return pid;
-}
-
 /* A herd thread: SHARED_EXPEDITED until the workers are done, half a
- * millisecond between calls (thread 0: SCHED_FIFO 1, a millisecond). */
+ * millisecond between calls (the first thread: SCHED_FIFO 1, a
+ * millisecond). */
 static void *herd_thread(void *arg)
 {
-	int rt = arg == NULL;
+	int rt = (uintptr_t)arg % 16 == 0;
 
 	if (rt) {
 		struct sched_param sp = { .sched_priority = 1 };
@@ -206,21 +188,23 @@ static void *herd_thread(void *arg)
 	return NULL;
 }
 
-static pid_t herd_process(uid_t uid)
+/* A process of @uid (RLIMIT_RTPRIO 1) with @n threads of @fn, the
+ * argument of thread i uid * 16 + i; exits when they have. */
+static pid_t thread_process(uid_t uid, int n, void *(*fn)(void *))
 {
 	pid_t pid = fork();
 
 	if (pid == 0) {
 		struct rlimit rl = { 1, 1 };
-		pthread_t th[HERD];
+		pthread_t th[16];
 
 		if (setrlimit(RLIMIT_RTPRIO, &rl) || setgid(uid) || setuid(uid)) {
-			bad("herd: setrlimit/setuid(%d): %s", uid, strerror(errno));
+			bad("setrlimit/setuid(%d): %s", uid, strerror(errno));
 			_exit(1);
 		}
-		for (int i = 0; i < HERD; i++)
-			pthread_create(&th[i], NULL, herd_thread, i ? (void *)1 : NULL);
-		for (int i = 0; i < HERD; i++)
+		for (int i = 0; i < n; i++)
+			pthread_create(&th[i], NULL, fn, (void *)(uintptr_t)(uid * 16 + i));
+		for (int i = 0; i < n; i++)
 			pthread_join(th[i], NULL);
 		_exit(0);
 	}
@@ -354,9 +338,9 @@ int main(int argc, char **argv)
 
 	t0 = time(NULL);
 	/* The workers first: fork() before this process has threads. */
-	w1 = worker_process(1000);
-	w2 = worker_process(1001);
-	hp = herd_process(1002);
+	w1 = thread_process(1000, WORKERS, worker);
+	w2 = thread_process(1001, WORKERS, worker);
+	hp = thread_process(1002, HERD, herd_thread);
 	pthread_create(&tc, NULL, churn, NULL);
 	pthread_create(&th, NULL, hotplug, NULL);
 	pthread_create(&tk, NULL, knobs, NULL);
